@@ -1,0 +1,140 @@
+# hlojit — build, test, demo.  `make` builds the library and the tool; `make test` is the
+# README's test command (installs what is missing, builds with -Werror, runs everything);
+# `make demo` is the main job.
+CC      ?= cc
+LLVM_CONFIG ?= llvm-config-19
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+CSTD    := -std=gnu11
+OPT     ?= -O2 -g
+CFLAGS  += $(CSTD) $(OPT) $(WARN) -fPIC -I. -Ithird_party
+LDLIBS  += -lm -lpthread -ldl
+
+# The CPU backend (LLVM ORC through LLVM-C): CPU_SRC, CPU_CFLAGS, CPU_LDLIBS.
+-include backends/cpu/cpu.mk
+CFLAGS  += $(CPU_CFLAGS)
+LDLIBS  += $(CPU_LDLIBS)
+
+B       := build
+LIB_SRC := $(filter-out hlojit_impl/all.c,$(wildcard hlojit_impl/*.c)) $(CPU_SRC)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+HDRS    := hlojit.h $(wildcard hlojit_impl/*.h)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity
+PY      := .venv/bin/python
+
+# The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+BA      := $(B)/asan
+
+.PHONY: all lib tools examples unit unit-asan test test-py test-golden test-corpus test-fuzz \
+        deps demo clean
+
+all: lib $(B)/hlojit examples
+
+lib: $(B)/libhlojit.a $(B)/libhlojit.so
+
+$(B)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libhlojit.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libhlojit.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+tools: $(B)/hlojit
+
+$(B)/hlojit: tools/hlojit.c $(HDRS) $(B)/libhlojit.a
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+examples: $(EX_BIN)
+
+$(B)/examples/mlp: examples/mlp.c $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+# The single-header build: the whole library in one translation unit (HLOJIT_IMPLEMENTATION).
+$(B)/examples/mlp_unity: examples/mlp.c $(HDRS) $(LIB_SRC) hlojit_impl/all.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DHLOJIT_IMPLEMENTATION $< -o $@ $(LDLIBS)
+
+$(B)/tests/%: tests/unit/%.c tests/unit/testutil.h $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a -lcmocka $(LDLIBS)
+
+# ASan/UBSan: the same sources, compiled again (one object per source, so -j works and
+# only what changed is rebuilt).
+LIB_OBJ_ASAN := $(LIB_SRC:%.c=$(BA)/%.o)
+
+$(BA)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -O1 -c $< -o $@
+
+$(BA)/libhlojit.a: $(LIB_OBJ_ASAN)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BA)/tests/%: tests/unit/%.c tests/unit/testutil.h $(HDRS) $(BA)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -O1 $< -o $@ $(BA)/libhlojit.a -lcmocka $(LDLIBS)
+
+$(BA)/hlojit: tools/hlojit.c $(HDRS) $(BA)/libhlojit.a
+	$(CC) $(CFLAGS) $(SAN) -O1 $< -o $@ $(BA)/libhlojit.a $(LDLIBS)
+
+UNIT_BIN_ASAN := $(UNIT_SRC:tests/unit/%.c=$(BA)/tests/%)
+
+# Unit tests (cmocka). Each binary prints its own summary.
+unit: $(UNIT_BIN)
+	@fail=0; for t in $(UNIT_BIN); do HLOJIT_TEST_DATA=tests $$t || fail=1; done; exit $$fail
+
+unit-asan: $(UNIT_BIN_ASAN) $(BA)/hlojit
+	@fail=0; for t in $(UNIT_BIN_ASAN); do HLOJIT_TEST_DATA=tests ASAN_OPTIONS=detect_leaks=1 $$t || fail=1; done; exit $$fail
+
+deps:
+	@bash tools/deps.sh
+
+# Python tests: ops against NumPy, JAX fixtures, golden and round trip over the corpus
+# (../shared/hlo-corpus or $$HLOJIT_CORPUS; the corpus tests skip, saying so, without it).
+PYTEST  := $(PY) -m pytest -q -rfEs
+
+test-py: all $(BA)/hlojit
+	$(PYTEST) tests/py
+
+test-golden: all
+	$(PYTEST) tests/py/test_golden.py
+
+test-corpus: all
+	$(PYTEST) tests/py/test_roundtrip.py
+
+# The bad-input fuzzer (mutated HLO texts) under ASan/UBSan.
+test-fuzz: $(BA)/tests/fuzz_parse
+$(BA)/tests/fuzz_parse: tests/fuzz/fuzz_parse.c $(HDRS) $(BA)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -O1 $< -o $@ $(BA)/libhlojit.a $(LDLIBS)
+test-fuzz:
+	ASAN_OPTIONS=detect_leaks=1 $(BA)/tests/fuzz_parse --count 10000 --seed 1 tests/fixtures/hlo tests/fixtures/jax $(wildcard ../shared/hlo-corpus)
+
+# Everything, in order; a failing suite does not stop the later ones, and the last line
+# says which passed. Exit status 1 if any failed.
+TEST_SUITES := unit unit-asan test-fuzz test-py
+
+test: deps
+	@$(MAKE) --no-print-directory all || { echo "== make test: FAILED (build)"; exit 1; }
+	@res=""; fail=0; \
+	for s in $(TEST_SUITES); do \
+	  echo "== $$s"; \
+	  if $(MAKE) --no-print-directory $$s; then res="$$res $$s:ok"; \
+	  else res="$$res $$s:FAILED"; fail=1; fi; \
+	done; \
+	if [ $$fail = 0 ]; then echo "== make test: PASSED ($$res )"; \
+	else echo "== make test: FAILED ($$res )"; fi; exit $$fail
+
+demo: deps
+	$(MAKE) all
+	$(PY) examples/mlp_check.py
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,567 @@
+/* internal.h — the one private header of hlojit: the HLO IR and every internal prototype,
+   grouped by the file that defines them (a `---- file.c ----` line above each group).
+
+   The IR, in XLA's sense:
+     module   — computations (callees before callers, as XLA prints them) and the entry;
+     comp     — instructions in a topological order (the text's order), a root, parameters;
+     instr    — opcode, shape, operands, called computations, attributes.
+   Everything of a module lives in the module's arena and dies with it.
+
+   Literals (constants and evaluator values) hold dense, row-major, logical-order data:
+   layouts (minor_to_major) are parsed, printed and kept, but never change values, except
+   for `bitcast`, whose meaning is physical and which the evaluator honours.
+   Element storage: pred = uint8 0/1, f16 and bf16 = uint16 bit patterns. */
+#ifndef HLOJIT_INTERNAL_H
+#define HLOJIT_INTERNAL_H
+
+#include "../hlojit.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <stb/stb_ds.h>   /* arr* dynamic arrays, hm* hash maps (Debian libstb-dev) */
+
+#define HLO_MAX_RANK HJ_MAX_RANK
+
+/* ---- element types ------------------------------------------------------------------
+   X(ENUM, text, bytes, class). The array types share values with hj_dtype_t. */
+typedef enum { HLO_CLASS_PRED, HLO_CLASS_SINT, HLO_CLASS_UINT, HLO_CLASS_FLOAT,
+               HLO_CLASS_OTHER } hlo_type_class;
+
+#define HLO_TYPES(X)                                                                      \
+  X(PRED, "pred", 1, HLO_CLASS_PRED)                                                      \
+  X(S8, "s8", 1, HLO_CLASS_SINT)   X(S16, "s16", 2, HLO_CLASS_SINT)                       \
+  X(S32, "s32", 4, HLO_CLASS_SINT) X(S64, "s64", 8, HLO_CLASS_SINT)                       \
+  X(U8, "u8", 1, HLO_CLASS_UINT)   X(U16, "u16", 2, HLO_CLASS_UINT)                       \
+  X(U32, "u32", 4, HLO_CLASS_UINT) X(U64, "u64", 8, HLO_CLASS_UINT)                       \
+  X(F16, "f16", 2, HLO_CLASS_FLOAT) X(BF16, "bf16", 2, HLO_CLASS_FLOAT)                   \
+  X(F32, "f32", 4, HLO_CLASS_FLOAT) X(F64, "f64", 8, HLO_CLASS_FLOAT)                     \
+  X(TUPLE, "tuple", 0, HLO_CLASS_OTHER) X(TOKEN, "token", 0, HLO_CLASS_OTHER)
+
+typedef enum {
+#define X(e, s, b, c) HLO_##e,
+  HLO_TYPES(X)
+#undef X
+  HLO_TYPE_COUNT
+} hlo_type;
+_Static_assert((int)HLO_F64 == (int)HJ_F64 && (int)HLO_TUPLE == (int)HJ_DTYPE_COUNT,
+               "hlo_type must extend hj_dtype_t");
+
+/* ---- opcodes --------------------------------------------------------------------------
+   X(ENUM, text, arity, kind). arity -1: variadic. Enum, printer and parser derive from it. */
+typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_OTHER } hlo_op_kind;
+
+#define HLO_OPCODES(X)                                                                    \
+  X(PARAMETER, "parameter", 0, HLO_KIND_OTHER)                                            \
+  X(CONSTANT, "constant", 0, HLO_KIND_OTHER)                                              \
+  X(IOTA, "iota", 0, HLO_KIND_OTHER)                                                      \
+  X(BROADCAST, "broadcast", 1, HLO_KIND_OTHER)                                            \
+  X(RESHAPE, "reshape", 1, HLO_KIND_OTHER)                                                \
+  X(BITCAST, "bitcast", 1, HLO_KIND_OTHER)                                                \
+  X(TRANSPOSE, "transpose", 1, HLO_KIND_OTHER)                                            \
+  X(SLICE, "slice", 1, HLO_KIND_OTHER)                                                    \
+  X(DYNAMIC_SLICE, "dynamic-slice", -1, HLO_KIND_OTHER)                                   \
+  X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", -1, HLO_KIND_OTHER)                     \
+  X(CONCATENATE, "concatenate", -1, HLO_KIND_OTHER)                                       \
+  X(PAD, "pad", 2, HLO_KIND_OTHER)                                                        \
+  X(REVERSE, "reverse", 1, HLO_KIND_OTHER)                                                \
+  X(GATHER, "gather", 2, HLO_KIND_OTHER)                                                  \
+  X(SCATTER, "scatter", -1, HLO_KIND_OTHER)                                               \
+  X(SELECT, "select", 3, HLO_KIND_OTHER)                                                  \
+  X(CLAMP, "clamp", 3, HLO_KIND_OTHER)                                                    \
+  X(COMPARE, "compare", 2, HLO_KIND_OTHER)                                                \
+  X(CONVERT, "convert", 1, HLO_KIND_OTHER)                                                \
+  X(BITCAST_CONVERT, "bitcast-convert", 1, HLO_KIND_OTHER)                                \
+  X(COPY, "copy", 1, HLO_KIND_OTHER)                                                      \
+  X(ABS, "abs", 1, HLO_KIND_UNARY)                                                        \
+  X(NEGATE, "negate", 1, HLO_KIND_UNARY)                                                  \
+  X(EXP, "exponential", 1, HLO_KIND_UNARY)                                                \
+  X(EXPM1, "exponential-minus-one", 1, HLO_KIND_UNARY)                                    \
+  X(LOG, "log", 1, HLO_KIND_UNARY)                                                        \
+  X(LOG1P, "log-plus-one", 1, HLO_KIND_UNARY)                                             \
+  X(LOGISTIC, "logistic", 1, HLO_KIND_UNARY)                                              \
+  X(TANH, "tanh", 1, HLO_KIND_UNARY)                                                      \
+  X(SQRT, "sqrt", 1, HLO_KIND_UNARY)                                                      \
+  X(RSQRT, "rsqrt", 1, HLO_KIND_UNARY)                                                    \
+  X(CBRT, "cbrt", 1, HLO_KIND_UNARY)                                                      \
+  X(SIN, "sine", 1, HLO_KIND_UNARY)                                                       \
+  X(COS, "cosine", 1, HLO_KIND_UNARY)                                                     \
+  X(TAN, "tan", 1, HLO_KIND_UNARY)                                                        \
+  X(ERF, "erf", 1, HLO_KIND_UNARY)                                                        \
+  X(FLOOR, "floor", 1, HLO_KIND_UNARY)                                                    \
+  X(CEIL, "ceil", 1, HLO_KIND_UNARY)                                                      \
+  X(ROUND_EVEN, "round-nearest-even", 1, HLO_KIND_UNARY)                                  \
+  X(ROUND_AFZ, "round-nearest-afz", 1, HLO_KIND_UNARY)                                    \
+  X(SIGN, "sign", 1, HLO_KIND_UNARY)                                                      \
+  X(NOT, "not", 1, HLO_KIND_UNARY)                                                        \
+  X(IS_FINITE, "is-finite", 1, HLO_KIND_UNARY)                                            \
+  X(POPCNT, "popcnt", 1, HLO_KIND_UNARY)                                                  \
+  X(CLZ, "count-leading-zeros", 1, HLO_KIND_UNARY)                                        \
+  X(ADD, "add", 2, HLO_KIND_BINARY)                                                       \
+  X(SUBTRACT, "subtract", 2, HLO_KIND_BINARY)                                             \
+  X(MULTIPLY, "multiply", 2, HLO_KIND_BINARY)                                             \
+  X(DIVIDE, "divide", 2, HLO_KIND_BINARY)                                                 \
+  X(REMAINDER, "remainder", 2, HLO_KIND_BINARY)                                           \
+  X(POWER, "power", 2, HLO_KIND_BINARY)                                                   \
+  X(MAXIMUM, "maximum", 2, HLO_KIND_BINARY)                                               \
+  X(MINIMUM, "minimum", 2, HLO_KIND_BINARY)                                               \
+  X(ATAN2, "atan2", 2, HLO_KIND_BINARY)                                                   \
+  X(AND, "and", 2, HLO_KIND_BINARY)                                                       \
+  X(OR, "or", 2, HLO_KIND_BINARY)                                                         \
+  X(XOR, "xor", 2, HLO_KIND_BINARY)                                                       \
+  X(SHL, "shift-left", 2, HLO_KIND_BINARY)                                                \
+  X(SHRA, "shift-right-arithmetic", 2, HLO_KIND_BINARY)                                   \
+  X(SHRL, "shift-right-logical", 2, HLO_KIND_BINARY)                                      \
+  X(REDUCE, "reduce", -1, HLO_KIND_OTHER)                                                 \
+  X(REDUCE_WINDOW, "reduce-window", -1, HLO_KIND_OTHER)                                   \
+  X(DOT, "dot", 2, HLO_KIND_OTHER)                                                        \
+  X(TUPLE, "tuple", -1, HLO_KIND_OTHER)                                                   \
+  X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, HLO_KIND_OTHER)                            \
+  X(CALL, "call", -1, HLO_KIND_OTHER)                                                     \
+  X(MAP, "map", -1, HLO_KIND_OTHER)                                                       \
+  X(WHILE, "while", 1, HLO_KIND_OTHER)                                                    \
+  X(CONDITIONAL, "conditional", -1, HLO_KIND_OTHER)                                       \
+  X(SORT, "sort", -1, HLO_KIND_OTHER)                                                     \
+  X(FUSION, "fusion", -1, HLO_KIND_OTHER)                                                 \
+  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)
+
+typedef enum {
+#define X(e, s, a, k) HLO_OP_##e,
+  HLO_OPCODES(X)
+#undef X
+  HLO_OP_COUNT
+} hlo_opcode;
+
+typedef enum { HLO_CMP_EQ, HLO_CMP_NE, HLO_CMP_LT, HLO_CMP_LE, HLO_CMP_GT, HLO_CMP_GE,
+               HLO_CMP_COUNT } hlo_cmp_dir;  /* same values as hj_cmp_t */
+/* compare's type= attribute. DEFAULT: from the element type (FLOAT for floats, SIGNED,
+   UNSIGNED); TOTALORDER: floats by total order (-NaN < -inf < ... < -0 < +0 < ... < NaN). */
+typedef enum { HLO_CMPT_DEFAULT, HLO_CMPT_FLOAT, HLO_CMPT_TOTALORDER, HLO_CMPT_SIGNED,
+               HLO_CMPT_UNSIGNED, HLO_CMPT_COUNT } hlo_cmp_type;
+typedef enum { HLO_FUSION_LOOP, HLO_FUSION_INPUT, HLO_FUSION_OUTPUT, HLO_FUSION_CUSTOM,
+               HLO_FUSION_KIND_COUNT } hlo_fusion_kind;  /* kLoop kInput kOutput kCustom */
+
+/* ---- shapes, literals, instructions ------------------------------------------------- */
+typedef struct hlo_shape {
+  hlo_type type;                      /* element type, HLO_TUPLE or HLO_TOKEN */
+  int rank;
+  int64_t dims[HLO_MAX_RANK];         /* for a bounded dynamic dim: its bound */
+  bool dynamic[HLO_MAX_RANK];         /* `<=N` */
+  bool has_layout;                    /* a `{...}` layout was given / is meaningful */
+  int8_t minor_to_major[HLO_MAX_RANK];
+  int ntuple;                         /* tuple: element shapes */
+  struct hlo_shape *tuple;
+} hlo_shape;
+
+typedef struct { int64_t *v; int n; } hlo_ints;   /* an attribute list like {1,0} */
+
+typedef struct hlo_literal {
+  hlo_shape shape;
+  uint8_t *data;                      /* array: numel * type size bytes, row-major */
+  int64_t nbytes;
+  struct hlo_literal **elems;         /* tuple: ntuple element literals */
+  int nelems;
+  bool owned;                         /* data/elems malloc'd by hlo_literal_new & co. */
+} hlo_literal;
+
+typedef struct hlo_dot_dims { hlo_ints lhs_batch, rhs_batch, lhs_contract, rhs_contract; } hlo_dot_dims;
+typedef struct hlo_gather_dims {
+  hlo_ints offset_dims, collapsed_slice_dims, start_index_map, slice_sizes,
+           operand_batching_dims, start_indices_batching_dims;
+  int64_t index_vector_dim;
+  bool indices_are_sorted;
+} hlo_gather_dims;
+typedef struct hlo_scatter_dims {
+  hlo_ints update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
+           input_batching_dims, scatter_indices_batching_dims;
+  int64_t index_vector_dim;
+  bool indices_are_sorted, unique_indices;
+} hlo_scatter_dims;
+
+/* window={size=1x10 stride=.. pad=0_0x9_0 lhs_dilate=.. rhs_dilate=..}; absent parts are
+   1 (size, stride, dilations) or 0 (pads); n == operand rank when present. */
+typedef struct hlo_window {
+  hlo_ints size, stride, pad_lo, pad_hi, base_dilation, window_dilation;
+} hlo_window;
+
+typedef struct hlo_comp hlo_comp;
+typedef struct hj_module hlo_module;
+
+typedef struct hlo_instr {
+  hlo_opcode op;
+  int id;                             /* unique in the module */
+  const char *name;
+  hlo_shape shape;
+  struct hlo_instr **operands;        /* arena array */
+  int noperands;
+  hlo_comp **calls;                   /* to_apply / calls / {condition, body} / branches */
+  int ncalls;
+  hlo_comp *parent;
+  /* attributes: only the op's own are meaningful */
+  int64_t index;                      /* parameter number, tuple index, iota_dimension */
+  hlo_ints dims;                      /* dimensions={}: broadcast reduce transpose reverse
+                                         concatenate(1) sort(1) map */
+  hlo_ints slice_start, slice_limit, slice_stride;     /* slice={[a:b:s], ...} */
+  hlo_ints ds_sizes;                  /* dynamic_slice_sizes */
+  hlo_ints pad_lo, pad_hi, pad_interior;               /* padding=lo_hi_int x ... */
+  hlo_cmp_dir cmp_dir;
+  hlo_cmp_type cmp_type;
+  hlo_dot_dims dot;
+  hlo_gather_dims gather;
+  hlo_scatter_dims scatter;
+  hlo_window window;                  /* reduce-window */
+  hlo_fusion_kind fusion_kind;
+  bool is_stable;                     /* sort */
+  bool is_root;
+  hlo_literal *literal;               /* constant (arena) */
+} hlo_instr;
+
+struct hlo_comp {
+  const char *name;
+  hlo_instr **instrs;                 /* stb_ds array, topological (text) order */
+  hlo_instr **params;                 /* stb_ds array, by parameter number */
+  hlo_instr *root;
+  hlo_module *module;
+  bool is_entry;
+};
+
+typedef struct hlo_arena_block hlo_arena_block;
+typedef struct hlo_arena {
+  hj_ctx_t *ctx;                      /* allocator; may be NULL (malloc) */
+  hlo_arena_block *head;
+} hlo_arena;
+
+struct hj_module {
+  hj_ctx_t *ctx;
+  const char *name;
+  hlo_arena arena;
+  hlo_comp **comps;                   /* stb_ds array, definition order */
+  hlo_comp *entry;
+  int next_id;
+};
+
+struct hj_ctx {
+  hj_ctx_options_t opt;
+  hj_status last;
+  char err[4096];
+};
+
+/* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */
+/* Records "fmt..." as the context's message and returns |code| (ctx may be NULL). */
+hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void *hj__alloc(hj_ctx_t *ctx, size_t size);       /* ctx's allocator, 64-byte aligned; NULL on OOM */
+void hj__free(hj_ctx_t *ctx, void *p);
+
+void hlo_arena_init(hlo_arena *a, hj_ctx_t *ctx);
+void *hlo_arena_alloc(hlo_arena *a, size_t size);  /* zeroed, 16-aligned; NULL on OOM */
+void hlo_arena_free(hlo_arena *a);
+
+/* A growable string (stb_ds char array, NUL-terminated after each append). */
+void sb_printf(char **sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_puts(char **sb, const char *s);
+
+const char *hlo_type_name(hlo_type t);
+int hlo_type_size(hlo_type t);                     /* bytes; 0 for tuple/token */
+hlo_type_class hlo_type_class_of(hlo_type t);
+bool hlo_type_is_float(hlo_type t);
+bool hlo_type_is_int(hlo_type t);                  /* signed or unsigned integer (not pred) */
+bool hlo_type_from_name(const char *s, size_t n, hlo_type *out);
+const char *hlo_opcode_name(hlo_opcode op);
+int hlo_opcode_arity(hlo_opcode op);               /* -1: variadic */
+hlo_op_kind hlo_opcode_kind(hlo_opcode op);
+bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
+const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
+const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */
+const char *hlo_fusion_kind_name(hlo_fusion_kind k);  /* "kLoop", ... */
+
+hlo_shape hlo_shape_array(hlo_type t, int rank, const int64_t *dims); /* default layout */
+hlo_shape hlo_shape_scalar(hlo_type t);
+void hlo_shape_set_default_layout(hlo_shape *s);   /* minor_to_major = {rank-1, ..., 0} */
+bool hlo_shape_is_array(const hlo_shape *s);
+int64_t hlo_shape_numel(const hlo_shape *s);       /* arrays; bounds for dynamic dims */
+int64_t hlo_shape_bytes(const hlo_shape *s);       /* arrays */
+/* Same type, dims, dynamic flags and tuple structure; layouts ignored. */
+bool hlo_shape_compatible(const hlo_shape *a, const hlo_shape *b);
+bool hlo_shape_equal(const hlo_shape *a, const hlo_shape *b); /* also layouts (where both have one) */
+bool hlo_shape_layout_is_default(const hlo_shape *s);
+/* Appends "f32[2,<=3]{1,0}" / "(f32[], s32[4])"; layouts printed for rank >= 1 arrays
+   when |with_layout|. */
+void hlo_shape_print(char **sb, const hlo_shape *s, bool with_layout);
+const char *hlo_shape_str(const hlo_shape *s, char *buf, size_t n);  /* for messages */
+/* Row-major strides (in elements) of an array shape. */
+void hlo_shape_strides(const hlo_shape *s, int64_t *strides);
+
+hlo_module *hlo_module_new(hj_ctx_t *ctx, const char *name);  /* NULL (error set) on OOM */
+void hlo_module_free(hlo_module *m);
+void *hlo_alloc(hlo_module *m, size_t n);          /* zeroed arena memory */
+char *hlo_strdup(hlo_module *m, const char *s);
+char *hlo_strndup(hlo_module *m, const char *s, size_t n);
+hlo_ints hlo_ints_dup(hlo_module *m, const int64_t *v, int n);
+hlo_shape hlo_shape_dup(hlo_module *m, const hlo_shape *s);   /* deep copy of tuples into arena */
+hlo_comp *hlo_comp_new(hlo_module *m, const char *name);      /* appended to m->comps */
+hlo_comp *hlo_module_find_comp(const hlo_module *m, const char *name);
+/* Appends a new instruction to |c|: operands copied, shape deep-copied; name NULL gives
+   "<opcode>.<id>". Attributes are zero; the caller fills them. NULL on OOM. */
+hlo_instr *hlo_instr_new(hlo_comp *c, hlo_opcode op, const char *name, const hlo_shape *shape,
+                         hlo_instr *const *operands, int noperands);
+void hlo_instr_set_calls(hlo_instr *ins, hlo_comp *const *calls, int n);
+/* Flattened leaves of a (possibly nested tuple) shape, depth first, appended to |out|
+   (stb_ds array of pointers into |s|). */
+void hlo_shape_leaves(const hlo_shape *s, const hlo_shape ***out);
+
+/* ---- core.c: half-precision and element access --------------------------------------- */
+float hlo_f16_to_f32(uint16_t h);
+uint16_t hlo_f32_to_f16(float f);                  /* round to nearest even */
+float hlo_bf16_to_f32(uint16_t h);
+uint16_t hlo_f32_to_bf16(float f);                 /* round to nearest even, NaN stays NaN */
+/* Element |i| of raw storage of type |t| read as double / int64 / uint64, and written from
+   those (conversion rules of XLA's convert: float->int saturates, NaN->0). */
+double hlo_load_f64(hlo_type t, const void *base, int64_t i);
+int64_t hlo_load_s64(hlo_type t, const void *base, int64_t i);
+uint64_t hlo_load_u64(hlo_type t, const void *base, int64_t i);
+void hlo_store_f64(hlo_type t, void *base, int64_t i, double v);
+void hlo_store_s64(hlo_type t, void *base, int64_t i, int64_t v);   /* wraps (two's complement) */
+void hlo_store_u64(hlo_type t, void *base, int64_t i, uint64_t v);  /* wraps */
+
+/* ---- literal.c: literals ------------------------------------------------------------ */
+/* malloc'd literal of |shape| (tuples get element literals), zeroed. NULL (error) on OOM. */
+hlo_literal *hlo_literal_new(hj_ctx_t *ctx, const hlo_shape *shape);
+void hlo_literal_free(hlo_literal *l);             /* frees owned data and elements */
+hlo_literal *hlo_literal_clone(hj_ctx_t *ctx, const hlo_literal *l);
+/* A literal viewing |data| (not owned). */
+hlo_literal hlo_literal_view(const hlo_shape *shape, void *data);
+bool hlo_literal_equal(const hlo_literal *a, const hlo_literal *b);  /* bitwise, same shape */
+/* A tuple literal taking ownership of |elems| (n literals made by hlo_literal_new & co.);
+   its shape is built from theirs. On failure (NULL, error set) the elements are freed. */
+hlo_literal *hlo_literal_tuple(hj_ctx_t *ctx, hlo_literal **elems, int n);
+
+/* ---- shape_infer.c: shape inference ---------------------------------------------------
+   Computes the result shape of |ins| from its operands, called computations and attributes
+   (the result layout is the default). Used by the parser for shape-less instructions and by
+   the builder and verifier. Errors name the op and the shapes. */
+hj_status hlo_infer_shape(hj_ctx_t *ctx, const hlo_instr *ins, hlo_shape *out);
+
+/* ---- verify.c: the verifier -----------------------------------------------------------
+   Structure (operand counts, called computations and their signatures, parameter numbers,
+   a root per computation, an entry, attributes in range) and shapes (declared shape ==
+   inferred shape, layouts ignored; layouts valid permutations). */
+hj_status hlo_verify_module(hlo_module *m);
+
+/* ---- hlo_print.c: HLO text printer ----------------------------------------------------
+   Writes text XLA's parser reads: `HloModule name, entry_computation_layout={...}`, then
+   each computation `name {` ... `}` (callees first, `ENTRY` on the entry, `ROOT` on roots),
+   every instruction with its full shape and layout, operands by name. */
+hj_status hlo_print_module(const hlo_module *m, char **out);  /* *out malloc'd */
+void hlo_print_instr(char **sb, const hlo_instr *ins);         /* one line, no newline */
+void hlo_print_literal(char **sb, const hlo_literal *l);       /* `{1, 2}` / `1.5` / `(..)` */
+
+/* ---- hlo_parse.c: HLO text parser ----------------------------------------------------- */
+hj_status hlo_parse_module(hj_ctx_t *ctx, const char *text, size_t len, const char *filename,
+                           hlo_module **out);
+
+/* ---- hlo_lex.c: tokenizer of HLO text (used only by hlo_parse*.c) ----------------------
+   The text need not be NUL-terminated: every read is bounded by |len|. Tokens are byte
+   spans of the text; line:column are worked out only when an error is reported. */
+typedef enum { HLO_TK_EOF, HLO_TK_IDENT, HLO_TK_INT, HLO_TK_FLOAT, HLO_TK_STRING,
+               HLO_TK_PUNCT, HLO_TK_ARROW, HLO_TK_ERROR } hlo_tok_kind;
+typedef struct hlo_tok {
+  hlo_tok_kind kind;
+  size_t pos;                         /* first byte (the '%' of "%name", the '"' of a string) */
+  const char *s;                      /* payload: name without '%', string without quotes */
+  size_t n;
+  char c;                             /* PUNCT: the character */
+  const char *err;                    /* ERROR: what is wrong (static text) */
+} hlo_tok;
+typedef struct hlo_lexer { const char *text; size_t len, pos; } hlo_lexer;
+
+void hlo_lex_init(hlo_lexer *lx, const char *text, size_t len);
+hlo_tok hlo_lex_next(hlo_lexer *lx);                 /* skips blanks and comments first */
+hlo_tok hlo_lex_peek(const hlo_lexer *lx);
+/* Next significant character (after blanks and comments) without consuming it; -1 at the
+   end or before an unterminated comment. */
+int hlo_lex_peekc(hlo_lexer *lx);
+int hlo_lex_rawc(const hlo_lexer *lx, size_t pos);   /* byte at |pos|, -1 past the end */
+/* `-?[0-9]+` right at lx->pos (no blanks skipped): 0 ok, 1 no digits, 2 overflow. */
+int hlo_lex_raw_int(hlo_lexer *lx, int64_t *v);
+/* Skips one balanced `{...}`, `(...)` or `[...]` group (strings and comments inside are
+   honoured, nesting at most 64) starting at the next significant character, or else one
+   bare word (`true`, `1`, `kLoop`). false: *errpos and *err say what is wrong. */
+bool hlo_lex_skip_value(hlo_lexer *lx, size_t *errpos, const char **err);
+/* Token text as numbers. INT: false on overflow of 64 bits. FLOAT/INT: correctly rounded
+   (strtod/strtof in the C locale); "inf", "-inf", "nan", "-nan" are accepted. */
+bool hlo_lex_tok_int(const hlo_tok *t, bool *neg, uint64_t *mag);
+bool hlo_lex_tok_double(const hlo_tok *t, double *d);
+bool hlo_lex_tok_float(const hlo_tok *t, float *f);
+/* Records "file:line:col: msg\n<source line>\n<caret>" in |ctx| and returns |code|. */
+hj_status hlo_lex_error(const hlo_lexer *lx, hj_ctx_t *ctx, const char *filename, size_t pos,
+                        hj_status code, const char *msg);
+
+/* ---- hlo_parse.c, hlo_parse_attrs.c: parser state shared by the two files ------------- */
+typedef struct hlo_prs_fixup {        /* a use of a computation not defined yet */
+  hlo_instr *ins;
+  int slot;                           /* index into ins->calls */
+  const char *name;
+  size_t pos;
+} hlo_prs_fixup;
+typedef struct hlo_parser {
+  hj_ctx_t *ctx;
+  const char *filename;
+  hlo_lexer lx;
+  hlo_module *m;
+  hlo_comp *comp;                                   /* computation being parsed */
+  struct hlo_prs_name { char *key; hlo_instr *value; } *names;  /* its instructions */
+  struct hlo_prs_comp { char *key; hlo_comp *value; } *comps;   /* computations by name */
+  struct hlo_prs_param { hlo_instr *ins; size_t pos; } *params;  /* its parameters (stb_ds) */
+  struct hlo_prs_cpos { hlo_comp *key; size_t value; } *comp_pos; /* where each is named */
+  hlo_prs_fixup *fixups;                            /* stb_ds */
+  char *tmp;                                        /* stb_ds scratch for NUL-terminated names */
+  int depth;                                        /* tuples, literals, nested operands */
+} hlo_parser;
+#define HLO_PRS_MAX_DEPTH 64
+/* Formats the message and reports it at byte |pos| (see hlo_lex_error). */
+hj_status hlo_prs_err(hlo_parser *P, size_t pos, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Reports |t| as unexpected ("expected WHAT, got 'x'"), or the lexer's own error. */
+hj_status hlo_prs_unexpected(hlo_parser *P, const hlo_tok *t, const char *what);
+hj_status hlo_prs_expect(hlo_parser *P, char punct);   /* consumes |punct| or fails */
+bool hlo_prs_accept(hlo_parser *P, char punct);        /* consumes |punct| if next */
+const char *hlo_prs_cstr(hlo_parser *P, const char *s, size_t n);  /* valid until next call */
+/* hlo_parse_attrs.c: `, name=value` attributes of |ins| up to the end of the instruction
+   (|oppos|: where the opcode is, for "missing attribute" errors); the constant literal. */
+hj_status hlo_prs_attrs(hlo_parser *P, hlo_instr *ins, size_t oppos, bool allow_attrs);
+hj_status hlo_prs_literal(hlo_parser *P, hlo_instr *ins);
+
+/* ---- eval.c, eval_ops.c: reference evaluator ------------------------------------------
+   Runs |c| on |args| (one literal per parameter; tuple parameters as tuple literals).
+   *out is a new literal the caller frees with hlo_literal_free. */
+hj_status hlo_eval_computation(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args,
+                               int nargs, hlo_literal **out);
+hj_status hlo_eval_module(hj_ctx_t *ctx, const hlo_module *m, hlo_literal *const *args,
+                          int nargs, hlo_literal **out);
+/* eval_ops.c: the structural ops. |ops| are the evaluated operands; *out is a new literal.
+   Returns HJ_ERR_UNSUPPORTED for opcodes it does not handle. */
+hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
+/* eval.c: applies a scalar computation (reduce/scatter/sort/map comparator) to |n| scalar
+   literals; fast paths are the caller's business. */
+hj_status hlo_eval_scalar_call(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int n, hlo_literal **out);
+/* eval.c: elementwise unary/binary on raw element values (used by eval_ops.c fast paths for
+   reducers): applies |op| (an HLO_KIND_BINARY opcode) to element i of a and element j of b
+   (both of type t), storing into element k of dst (type t). */
+void hlo_eval_binary_elem(hlo_opcode op, hlo_type t, const void *a, int64_t i, const void *b, int64_t j, void *dst, int64_t k);
+
+/* ---- eval_elem.c: the evaluator's elementwise kernels ----------------------------------
+   unary and binary ops, compare, select, clamp, convert, copy, and bitcast-convert between
+   types of one width, on raw element storage, with XLA's semantics for every type. */
+typedef struct hlo_elem_op {
+  hlo_opcode op;
+  hlo_type out;                       /* result element type */
+  hlo_type in[3];                     /* operand element types */
+  int nin;
+  hlo_cmp_dir dir;                    /* compare */
+  hlo_cmp_type cmp_type;              /* compare */
+} hlo_elem_op;
+/* Fills |e| from |ins|; false when |ins| is not one of the ops above (or not on arrays). */
+bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
+/* NULL when the kernels handle |e|, else why not ("not defined on s32", ...). */
+const char *hlo_elem_unsupported(const hlo_elem_op *e);
+/* Runs |e| over |n| elements. in[k]: operand k's storage; bcast[k] (NULL: none) says that
+   operand k is one element used for every output element. |out| may alias a non-broadcast
+   operand of the output's type (in-place update). */
+void hlo_elem_run(const hlo_elem_op *e, const void *const *in, const bool *bcast, void *out,
+                  int64_t n);
+/* eval_ops.c helpers shared with eval_gather.c and eval_reduce.c (the structural ops are
+   split over these three files; hlo_eval_structural in eval_ops.c is the one switch).
+   hlo_evo_next: advances the row-major multi-index |idx| over |dims|; false after the last.
+   hlo_evo_copy: copies the box |dims| (element offsets, strides in elements, may be 0 or
+   negative) from src[src_off + sum idx*src_strides] to dst[dst_off + sum idx*dst_strides].
+   hlo_evo_load_index: an index element of any integer type as int64 (u64 saturates).
+   hlo_evo_err: HJ_ERR_SHAPE with "op 'NAME' (name: result shape; operand shapes): msg".
+   hlo_evo_binary_reducer: the opcode when |c| is exactly op(param0, param1) on scalars of
+   type |t| for op in {add multiply maximum minimum and or}, else HLO_OP_COUNT; *swapped
+   says the root is op(param1, param0) (max/min are not bitwise commutative on ±0, NaN). */
+bool hlo_evo_next(int rank, const int64_t *dims, int64_t *idx);
+void hlo_evo_copy(void *dst, int64_t dst_off, const int64_t *dst_strides, const void *src,
+                  int64_t src_off, const int64_t *src_strides, int rank, const int64_t *dims,
+                  int esize);
+int64_t hlo_evo_load_index(hlo_type t, const void *base, int64_t i);
+hj_status hlo_evo_err(hj_ctx_t *ctx, const hlo_instr *ins, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+hlo_opcode hlo_evo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
+/* The slow path of reduce, reduce-window and scatter: for k < n (n <= HLO_EVO_MAX_N),
+   acc[k][ai] = c(acc[0][ai], ..., acc[n-1][ai], x[0][xi], ..., x[n-1][xi])_k through
+   hlo_eval_scalar_call. */
+#define HLO_EVO_MAX_N 32
+hj_status hlo_evo_combine(hj_ctx_t *ctx, const hlo_comp *c, int n, hlo_literal *const *acc,
+                          int64_t ai, hlo_literal *const *x, int64_t xi);
+/* eval_gather.c / eval_reduce.c: fill the preallocated result |r| (shape ins->shape). */
+hj_status hlo_eval_gather(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_scatter(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_reduce(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+
+/* ---- npy.c: NumPy .npy files ------------------------------------------------------------ */
+hj_status hlo_npy_read(hj_ctx_t *ctx, const char *path, hlo_literal **out);
+hj_status hlo_npy_write(hj_ctx_t *ctx, const char *path, const hlo_literal *l);
+
+/* ---- api.c, builder.c, composites.c: graphs, executables, buffers ---------------------
+   A graph is one computation of a module. A top graph owns the module and every sub-graph
+   made from it (sub-graphs share the module: they are its other computations). A tensor
+   {g, id} names g->vals[id]. The first error recorded by an op poisons nothing else: it
+   is kept in the graph (and in its top graph) and reported by hj_graph_status/hj_compile. */
+struct hj_graph {
+  hj_ctx_t *ctx;
+  hlo_module *m;                      /* the top graph's module, shared by sub-graphs */
+  hlo_comp *comp;
+  struct hj_graph *top;               /* the top graph (itself for a top graph) */
+  struct hj_graph **subs;             /* top only: stb_ds array of sub-graphs it owns */
+  hlo_instr **vals;                   /* stb_ds: tensor id -> instruction */
+  hlo_instr **outputs;                /* stb_ds: hj_graph_output order */
+  bool frozen;                        /* sub-graph whose root was fixed by a use */
+  int nparams;
+  hj_status status;                   /* first error of an op on this graph */
+  char err[1024];
+  /* top only: small computations built once and reused (NULL until first use) */
+  hlo_comp *reducers[HJ_RED_COUNT][HJ_DTYPE_COUNT];
+  hlo_comp *sorters[2][HJ_DTYPE_COUNT];          /* ascending, descending */
+  struct hj_graph *argmax_fns[HJ_DTYPE_COUNT];
+};
+
+struct hj_buffer {
+  hj_ctx_t *ctx;
+  hj_dtype_t dtype;
+  hj_shape_t shape;
+  size_t nbytes;
+  void *data;                         /* hj__alloc'd, 64-byte aligned */
+};
+
+/* builder.c: the pieces composites.c shares. */
+/* Records the graph's first error (also in its top graph and the context) and returns a
+   poisoned tensor of |g|. */
+hj_tensor_t hj__graph_fail(hj_graph_t *g, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The instruction of |t| when |t| is a live tensor of its graph; NULL when poisoned (with
+   an error recorded, naming |op|, for a bad handle). */
+hlo_instr *hj__tensor_instr(const char *op, hj_tensor_t t);
+/* hlo shape of an hj shape; false (no error set) when the rank or a dim is invalid. */
+bool hj__shape_to_hlo(hj_dtype_t t, hj_shape_t s, hlo_shape *out);
+hj_shape_t hj__shape_from_hlo(const hlo_shape *s);
+/* Resolves |n| operand tensors of op |op| to instructions of one graph (*g, set whenever
+   any operand has a graph). False when one is poisoned, HJ_NONE or from another graph
+   (errors recorded except for poisoned ones, which stay silent). */
+bool hj__operands(const char *op, const hj_tensor_t *ts, int n, hj_graph_t **g, hlo_instr **out);
+/* Appends |opc| with |operands| to g's computation; |declared| is the shape for ops whose
+   shape is an attribute (broadcast, reshape, iota, convert, parameter, constant), else
+   NULL. The caller sets attributes, then hj__op_finish infers the shape and returns the
+   new tensor, or drops the instruction and returns a poisoned tensor naming |op|. */
+hlo_instr *hj__op_begin(hj_graph_t *g, const char *op, hlo_opcode opc, const hlo_shape *declared,
+                        hlo_instr *const *operands, int n);
+hj_tensor_t hj__op_finish(hj_graph_t *g, const char *op, hlo_instr *ins);
+/* "f32[4,8]" of |t| into |buf| ("<poisoned>" when not live). */
+const char *hj__tensor_str(hj_tensor_t t, char *buf, size_t n);
+/* api.c: a copy of the graph's module with its computations in callee-first order and the entry
+   last (root: the single output or a tuple of outputs). */
+hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
+
+#endif /* HLOJIT_INTERNAL_H */

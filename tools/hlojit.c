@@ -1,0 +1,391 @@
+/* hlojit.c — the command-line tool: print and run HLO text modules.
+
+     hlojit print MODULE.hlo
+     hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
+                           [--random-inputs SEED] [--out DIR]
+
+   It is a client of the public API only (hlojit.h): parse with hj_module_parse_file, compile
+   with hj_compile_module, run with hj_exec_run, .npy through hj_buffer_read_npy and
+   hj_buffer_write_npy. Inputs are the entry computation's flattened parameters (tuple
+   parameters expanded depth first), one --input per leaf, in order.
+
+   --random-inputs SEED: input k gets values from a splitmix64 stream seeded with SEED and k,
+   so the same seed gives the same bits everywhere: floating types uniform in [-1, 1) (on a
+   grid of 2^-23 for f32/f64 and 2^-7 for f16/bf16, so every value is exact in its type),
+   signed integers uniform in [-8, 8), unsigned in [0, 16), pred 0 or 1 with even odds.
+
+   Output: one summary line per output, `out0 f32[2,3] min=.. max=.. mean=.. first=[...]`
+   (min/max skip NaNs; a `nan=K` field appears when there are any), and DIR/outK.npy with
+   --out. Exit status 0 on success, 1 on any error, with the library's message on stderr. */
+#include "hlojit.h"
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CLI_MAX_INPUTS 4096
+#define CLI_FIRST 6   /* elements shown in first=[...] */
+
+static const char cli_usage[] =
+  "usage: hlojit print MODULE.hlo\n"
+  "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
+  "                             [--random-inputs SEED] [--out DIR]\n"
+  "       hlojit --help | --version\n"
+  "\n"
+  "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
+  "run    run MODULE.hlo's entry computation and print one line per output:\n"
+  "         out0 f32[2,3] min=.. max=.. mean=.. first=[...]\n"
+  "       --input FILE.npy      one per flattened entry parameter (tuples expanded depth\n"
+  "                             first), in order; bf16 as .npy 'V2' (raw bfloat16 bits)\n"
+  "       --random-inputs SEED  fill every input deterministically instead: floats uniform\n"
+  "                             in [-1,1), signed ints in [-8,8), unsigned in [0,16), pred 0/1\n"
+  "       --backend B           interp (reference evaluator), cpu, cuda, or auto (default)\n"
+  "       --out DIR             also write DIR/out0.npy, DIR/out1.npy, ...\n"
+  "Exit status: 0 on success, 1 on any error (message on stderr).\n";
+
+typedef struct {
+  const char *module;
+  const char *inputs[CLI_MAX_INPUTS];
+  int ninputs;
+  bool random;
+  uint64_t seed;
+  const char *out_dir;
+  hj_backend_t backend;
+} cli_run_args;
+
+static int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int cli_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "hlojit: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  return 1;
+}
+
+static int cli_lib_fail(hj_ctx_t *ctx, hj_status st) {
+  const char *msg = ctx ? hj_ctx_error(ctx) : "";
+  if (msg && *msg) fprintf(stderr, "hlojit: %s\n", msg);
+  else fprintf(stderr, "hlojit: %s (no message)\n", hj_status_name(st));
+  return 1;
+}
+
+/* ---- formatting --------------------------------------------------------------------------- */
+
+static void cli_shape_str(hj_dtype_t t, hj_shape_t s, char *buf, size_t n) {
+  int k = snprintf(buf, n, "%s[", hj_dtype_name(t) ? hj_dtype_name(t) : "?");
+  for (int i = 0; i < s.rank && k > 0 && (size_t)k < n; i++)
+    k += snprintf(buf + k, n - (size_t)k, "%s%s%lld", i ? "," : "", s.dims[i] < 0 ? "<=" : "",
+                  (long long)llabs(s.dims[i]));
+  if (k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
+}
+
+static double cli_half(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+static double cli_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Element |i| as a double (exact for ints up to 2^53; summary use only). */
+static double cli_elem(hj_dtype_t t, const void *p, int64_t i) {
+  switch (t) {
+  case HJ_PRED: case HJ_U8: return ((const uint8_t *)p)[i];
+  case HJ_S8: return ((const int8_t *)p)[i];
+  case HJ_S16: return ((const int16_t *)p)[i];
+  case HJ_S32: return ((const int32_t *)p)[i];
+  case HJ_S64: return (double)((const int64_t *)p)[i];
+  case HJ_U16: return ((const uint16_t *)p)[i];
+  case HJ_U32: return ((const uint32_t *)p)[i];
+  case HJ_U64: return (double)((const uint64_t *)p)[i];
+  case HJ_F16: return cli_half(((const uint16_t *)p)[i]);
+  case HJ_BF16: return cli_bf16(((const uint16_t *)p)[i]);
+  case HJ_F32: return ((const float *)p)[i];
+  case HJ_F64: return ((const double *)p)[i];
+  default: return 0;
+  }
+}
+
+static bool cli_is_float(hj_dtype_t t) { return t == HJ_F16 || t == HJ_BF16 || t == HJ_F32 || t == HJ_F64; }
+
+/* Integers print exactly (64-bit ones from their storage, not through a double). */
+static void cli_print_elem(hj_dtype_t t, const void *p, int64_t i) {
+  if (t == HJ_S64) printf("%lld", (long long)((const int64_t *)p)[i]);
+  else if (t == HJ_U64) printf("%llu", (unsigned long long)((const uint64_t *)p)[i]);
+  else if (cli_is_float(t)) printf("%.7g", cli_elem(t, p, i));
+  else printf("%.0f", cli_elem(t, p, i));
+}
+
+static void cli_summary(int k, hj_buffer_t *b) {
+  hj_dtype_t t = hj_buffer_dtype(b);
+  hj_shape_t s = hj_buffer_shape(b);
+  const void *p = hj_buffer_host_ptr(b);
+  int64_t n = hj_shape_numel(s), nans = 0;
+  char buf[256];
+  cli_shape_str(t, s, buf, sizeof buf);
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = cli_elem(t, p, i);
+    sum += v;
+    if (isnan(v)) { nans++; continue; }
+    if (v < mn) mn = v;
+    if (v > mx) mx = v;
+  }
+  printf("out%d %s", k, buf);
+  if (n > nans) printf(" min=%.7g max=%.7g", mn, mx);
+  else printf(" min=- max=-");
+  if (n > 0) printf(" mean=%.7g", sum / (double)n);
+  else printf(" mean=-");
+  if (nans) printf(" nan=%lld", (long long)nans);
+  printf(" first=[");
+  for (int64_t i = 0; i < n && i < CLI_FIRST; i++) {
+    if (i) printf(", ");
+    cli_print_elem(t, p, i);
+  }
+  printf("%s]\n", n > CLI_FIRST ? ", ..." : "");
+}
+
+/* ---- random inputs ------------------------------------------------------------------------ */
+
+static uint64_t cli_splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* |v| is k/128 with |k| <= 128, exact in f16: build its bits directly. */
+static uint16_t cli_to_half(float v) {
+  if (v == 0) return 0;
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  uint32_t sign = (u >> 16) & 0x8000, e = ((u >> 23) & 0xff) - 127 + 15, m = (u >> 13) & 0x3ff;
+  return (uint16_t)(sign | e << 10 | m);
+}
+
+static void cli_fill_random(hj_dtype_t t, void *p, int64_t n, uint64_t seed, int input) {
+  uint64_t st = seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(input + 1));
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t r = cli_splitmix(&st);
+    float h = (float)((int)(r >> 56) - 128) / 128.0f;   /* [-1, 1) on a 2^-7 grid */
+    switch (t) {
+    case HJ_PRED: ((uint8_t *)p)[i] = (uint8_t)(r >> 63); break;
+    case HJ_S8: ((int8_t *)p)[i] = (int8_t)((int)(r >> 60) - 8); break;
+    case HJ_S16: ((int16_t *)p)[i] = (int16_t)((int)(r >> 60) - 8); break;
+    case HJ_S32: ((int32_t *)p)[i] = (int)(r >> 60) - 8; break;
+    case HJ_S64: ((int64_t *)p)[i] = (int)(r >> 60) - 8; break;
+    case HJ_U8: ((uint8_t *)p)[i] = (uint8_t)(r >> 60); break;
+    case HJ_U16: ((uint16_t *)p)[i] = (uint16_t)(r >> 60); break;
+    case HJ_U32: ((uint32_t *)p)[i] = (uint32_t)(r >> 60); break;
+    case HJ_U64: ((uint64_t *)p)[i] = r >> 60; break;
+    case HJ_F16: ((uint16_t *)p)[i] = cli_to_half(h); break;
+    case HJ_BF16: { uint32_t u; memcpy(&u, &h, 4); ((uint16_t *)p)[i] = (uint16_t)(u >> 16); break; }
+    case HJ_F32: ((float *)p)[i] = (float)((double)(r >> 40) / 8388608.0 - 1.0); break;
+    case HJ_F64: ((double *)p)[i] = (double)(r >> 11) / 4503599627370496.0 - 1.0; break;
+    default: break;
+    }
+  }
+}
+
+/* ---- run ---------------------------------------------------------------------------------- */
+
+static bool cli_shape_eq(hj_shape_t a, hj_shape_t b) {
+  if (a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; i++)
+    if (llabs(a.dims[i]) != llabs(b.dims[i])) return false;
+  return true;
+}
+
+/* Creates input |i|: read from its file (checked against the parameter) or made up. */
+static int cli_make_input(hj_ctx_t *ctx, const hj_module_t *m, const cli_run_args *a, int i,
+                          hj_buffer_t **out) {
+  hj_dtype_t t;
+  hj_shape_t s;
+  hj_status st = hj_module_input(m, i, &t, &s);
+  if (st) return cli_lib_fail(ctx, st);
+  if (a->random) {
+    hj_shape_t real = s;
+    for (int d = 0; d < s.rank; d++) real.dims[d] = llabs(s.dims[d]);
+    if ((st = hj_buffer_create(ctx, t, real, out))) return cli_lib_fail(ctx, st);
+    cli_fill_random(t, hj_buffer_host_ptr(*out), hj_shape_numel(real), a->seed, i);
+    return 0;
+  }
+  if ((st = hj_buffer_read_npy(ctx, a->inputs[i], out))) return cli_lib_fail(ctx, st);
+  if (hj_buffer_dtype(*out) != t || !cli_shape_eq(hj_buffer_shape(*out), s)) {
+    char want[256], got[256];
+    cli_shape_str(t, s, want, sizeof want);
+    cli_shape_str(hj_buffer_dtype(*out), hj_buffer_shape(*out), got, sizeof got);
+    fprintf(stderr, "hlojit: %s: input %d is %s but the module's (flattened) parameter %d "
+            "is %s\n", a->inputs[i], i, got, i, want);
+    return 1;
+  }
+  return 0;
+}
+
+static int cli_mkdir(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return cli_fail("%s: path too long", dir);
+  for (char *p = path + 1;; p++) {
+    if (*p == '/' || *p == 0) {
+      char c = *p;
+      *p = 0;
+      if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return cli_fail("cannot create directory %s: %s", path, strerror(errno));
+      *p = c;
+      if (!c) break;
+    }
+  }
+  return 0;
+}
+
+static int cli_write_outputs(hj_ctx_t *ctx, hj_buffer_t **outs, int nout, const char *dir) {
+  if (cli_mkdir(dir)) return 1;
+  for (int k = 0; k < nout; k++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/out%d.npy", dir, k);
+    hj_status st = hj_buffer_write_npy(outs[k], path);
+    if (st) return cli_lib_fail(ctx, st);
+  }
+  return 0;
+}
+
+static int cli_run_module(hj_ctx_t *ctx, hj_module_t *m, const cli_run_args *a) {
+  int nin = hj_module_num_inputs(m), nout = hj_module_num_outputs(m), rc = 1;
+  if (!a->random && a->ninputs != nin) {
+    fprintf(stderr, "hlojit: %s takes %d input%s (flattened entry parameters) but %d --input "
+            "%s given%s\n", a->module, nin, nin == 1 ? "" : "s", a->ninputs,
+            a->ninputs == 1 ? "was" : "were", nin && !a->ninputs ? " (or use --random-inputs SEED)" : "");
+    return 1;
+  }
+  hj_buffer_t **in = calloc((size_t)nin + 1, sizeof *in), **out = calloc((size_t)nout + 1, sizeof *out);
+  hj_exec_t *e = NULL;
+  hj_status st;
+  if (!in || !out) { fprintf(stderr, "hlojit: out of memory\n"); goto done; }
+  for (int i = 0; i < nin; i++)
+    if (cli_make_input(ctx, m, a, i, &in[i])) goto done;
+  if ((st = hj_compile_module(ctx, m, &e)) || (st = hj_exec_run(e, in, nin, out, nout))) {
+    cli_lib_fail(ctx, st);
+    goto done;
+  }
+  for (int k = 0; k < nout; k++) cli_summary(k, out[k]);
+  rc = a->out_dir ? cli_write_outputs(ctx, out, nout, a->out_dir) : 0;
+done:
+  for (int i = 0; in && i < nin; i++) hj_buffer_destroy(in[i]);
+  for (int k = 0; out && k < nout; k++) hj_buffer_destroy(out[k]);
+  hj_exec_destroy(e);
+  free(in);
+  free(out);
+  return rc;
+}
+
+/* ---- argument parsing --------------------------------------------------------------------- */
+
+/* Matches "--name VALUE" and "--name=VALUE"; advances *i past what it used. */
+static bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val, int *err) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return false;
+  if (a[n] == '=') { *val = a + n + 1; return true; }
+  if (a[n] != 0) return false;
+  if (*i + 1 >= argc) { *err = cli_fail("%s needs a value", name); return true; }
+  *val = argv[++*i];
+  return true;
+}
+
+static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
+  for (int i = 2; i < argc; i++) {
+    const char *v = NULL;
+    int err = 0;
+    if (cli_opt(argc, argv, &i, "--input", &v, &err)) {
+      if (!err && a->ninputs == CLI_MAX_INPUTS) err = cli_fail("too many --input files");
+      if (!err) a->inputs[a->ninputs++] = v;
+    } else if (cli_opt(argc, argv, &i, "--random-inputs", &v, &err)) {
+      char *end;
+      if (!err) {
+        errno = 0;
+        a->seed = strtoull(v, &end, 0);
+        if (errno || end == v || *end) err = cli_fail("--random-inputs: bad seed '%s'", v);
+        a->random = true;
+      }
+    } else if (cli_opt(argc, argv, &i, "--out", &v, &err)) {
+      a->out_dir = v;
+    } else if (cli_opt(argc, argv, &i, "--backend", &v, &err)) {
+      static const char *names[] = { "auto", "interp", "cpu", "cuda" };
+      int b = -1;
+      for (int k = 0; !err && k < 4; k++) if (strcmp(v, names[k]) == 0) b = k;
+      if (!err && b < 0) err = cli_fail("--backend: unknown backend '%s' (auto, interp, cpu, cuda)", v);
+      a->backend = b == 0 ? HJ_BACKEND_AUTO : b == 1 ? HJ_BACKEND_INTERP : b == 2 ? HJ_BACKEND_CPU : HJ_BACKEND_CUDA;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      err = cli_fail("unknown option '%s' (see hlojit --help)", argv[i]);
+    } else if (!a->module) {
+      a->module = argv[i];
+    } else {
+      err = cli_fail("unexpected argument '%s'", argv[i]);
+    }
+    if (err) return err;
+  }
+  if (!a->module) return cli_fail("run: no module given (see hlojit --help)");
+  if (a->random && a->ninputs)
+    return cli_fail("give either --input files or --random-inputs, not both");
+  return 0;
+}
+
+static int cli_with_module(const char *path, hj_backend_t backend, const cli_run_args *run) {
+  hj_ctx_options_t opt;
+  hj_ctx_options_init(&opt);
+  opt.backend = backend;
+  hj_ctx_t *ctx = NULL;
+  hj_module_t *m = NULL;
+  hj_status st = hj_ctx_create(&opt, &ctx);
+  if (st) return cli_lib_fail(ctx, st);
+  int rc = 1;
+  if ((st = hj_module_parse_file(ctx, path, &m))) {
+    cli_lib_fail(ctx, st);
+  } else if (run) {
+    rc = cli_run_module(ctx, m, run);
+  } else {
+    char *text = NULL;
+    if ((st = hj_module_print(m, &text))) cli_lib_fail(ctx, st);
+    else rc = fputs(text, stdout) < 0 || fflush(stdout) != 0;
+    free(text);
+  }
+  hj_module_destroy(m);
+  hj_ctx_destroy(ctx);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(cli_usage, stderr);
+    return 1;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    fputs(cli_usage, stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("hlojit %d.%d\n", HJ_VERSION_MAJOR, HJ_VERSION_MINOR);
+    return 0;
+  }
+  if (!strcmp(cmd, "print")) {
+    if (argc != 3 || argv[2][0] == '-') return cli_fail("usage: hlojit print MODULE.hlo");
+    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL);
+  }
+  if (!strcmp(cmd, "run")) {
+    static cli_run_args a;  /* static: the input table is large */
+    int err = cli_parse_run(argc, argv, &a);
+    return err ? err : cli_with_module(a.module, a.backend, &a);
+  }
+  return cli_fail("unknown command '%s' (see hlojit --help)", cmd);
+}
