@@ -115,7 +115,7 @@ $(BA)/tests/fuzz_parse: tests/fuzz/fuzz_parse.c $(HDRS) $(BA)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -O1 $< -o $@ $(BA)/libhlojit.a $(LDLIBS)
 test-fuzz:
-	ASAN_OPTIONS=detect_leaks=1 $(BA)/tests/fuzz_parse --count 10000 --seed 1 tests/fixtures/hlo tests/fixtures/jax $(wildcard ../shared/hlo-corpus)
+	ASAN_OPTIONS=detect_leaks=1 $(BA)/tests/fuzz_parse --count 10000 --seed 1 $(wildcard tests/fixtures/hlo tests/fixtures/jax ../shared/hlo-corpus)
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.

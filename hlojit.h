@@ -235,7 +235,9 @@ hj_tensor_t hj_copy(hj_tensor_t x);
 /* Shape ops. Arrays of dims have |n| entries. */
 hj_tensor_t hj_broadcast_in_dim(hj_tensor_t x, hj_shape_t s, const int64_t *dims, int n);
 hj_tensor_t hj_broadcast_to(hj_tensor_t x, hj_shape_t s);     /* NumPy rules */
-hj_tensor_t hj_reshape(hj_tensor_t x, hj_shape_t s);          /* one dim may be -1: inferred */
+/* One dim of |s| may be -1: inferred. Reshape targets are static (so -1 never means
+   HJ_DYN(1)). */
+hj_tensor_t hj_reshape(hj_tensor_t x, hj_shape_t s);
 hj_tensor_t hj_transpose(hj_tensor_t x, const int64_t *perm, int n);
 hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit,
                      const int64_t *stride);                     /* stride may be NULL */
@@ -311,6 +313,7 @@ hj_tensor_t hj_log_softmax(hj_tensor_t x, int axis);
 hj_tensor_t hj_layer_norm(hj_tensor_t x, hj_tensor_t gamma, hj_tensor_t beta, double eps);
 hj_tensor_t hj_gelu_tanh(hj_tensor_t x);
 hj_tensor_t hj_gelu_erf(hj_tensor_t x);
+/* |dims| NULL: all dims. */
 hj_tensor_t hj_mean(hj_tensor_t x, const int64_t *dims, int n, bool keepdims);
 hj_tensor_t hj_var(hj_tensor_t x, const int64_t *dims, int n, bool keepdims); /* population */
 /* pred[T, T], true where key <= query (the lower triangle). */

@@ -591,8 +591,10 @@ static hj_status api_store(hj_exec_t *e, const hlo_literal *res, hj_buffer_t **o
   const hlo_literal **lv = NULL;
   api_result_leaves(res, &lv);
   hj_status st = HJ_OK;
-  bool made[256] = { 0 };
-  if ((int)arrlen(lv) != nout || nout > 256)
+  bool *made = calloc((size_t)nout + 1, sizeof *made);
+  if (!made)
+    st = hj__err(e->ctx, HJ_ERR_OOM, "hj_exec_run: out of memory");
+  else if ((int)arrlen(lv) != nout)
     st = hj__err(e->ctx, HJ_ERR_INTERNAL, "hj_exec_run: the result has %d leaves, expected %d",
                  (int)arrlen(lv), nout);
   for (int i = 0; st == HJ_OK && i < nout; i++) {
@@ -606,11 +608,12 @@ static hj_status api_store(hj_exec_t *e, const hlo_literal *res, hj_buffer_t **o
                    (long long)lv[i]->nbytes, out[i]->nbytes);
     if (st == HJ_OK) memcpy(out[i]->data, lv[i]->data, out[i]->nbytes);
   }
-  for (int i = 0; st != HJ_OK && i < nout && i < 256; i++)
+  for (int i = 0; st != HJ_OK && made && i < nout; i++)
     if (made[i]) {
       hj_buffer_destroy(out[i]);
       out[i] = NULL;
     }
+  free(made);
   arrfree(lv);
   return st;
 }

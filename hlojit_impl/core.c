@@ -428,6 +428,23 @@ uint16_t hlo_f32_to_f16(float f) {
   return (uint16_t)(sign | (r >> 13));
 }
 
+/* double -> f16 with one rounding (to nearest even), as IEEE conversion and NumPy do;
+   going through f32 first can land on a tie and round the wrong way. */
+static uint16_t f64_to_f16(double v) {
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  double a = fabs(v);
+  if (isnan(v)) return (uint16_t)(sign | 0x7e00);
+  if (a >= 65520.0) return (uint16_t)(sign | 0x7c00);          /* rounds to inf */
+  if (a < 0x1p-14) return (uint16_t)(sign | (uint16_t)nearbyint(a * 0x1p24)); /* subnormal */
+  int e;
+  double m = frexp(a, &e);                                      /* a = m * 2^e, m in [0.5, 1) */
+  double q = nearbyint(m * 2048.0);                             /* 11 significant bits */
+  if (q == 2048.0) { q = 1024.0; e++; }
+  int biased = e - 1 + 15;
+  if (biased >= 31) return (uint16_t)(sign | 0x7c00);
+  return (uint16_t)(sign | (biased << 10) | ((uint16_t)q - 1024));
+}
+
 /* ---- typed element access --------------------------------------------------------------- */
 
 double hlo_load_f64(hlo_type t, const void *base, int64_t i) {
@@ -511,9 +528,9 @@ void hlo_store_f64(hlo_type t, void *base, int64_t i, double v) {
   case HLO_U16: ((uint16_t *)base)[i] = (uint16_t)sat_u(v, 16); break;
   case HLO_U32: ((uint32_t *)base)[i] = (uint32_t)sat_u(v, 32); break;
   case HLO_U64: ((uint64_t *)base)[i] = f64_to_u64_sat(v); break;
-  /* f16/bf16 from a double go through f32: double rounding is harmless for values that
-     were computed in f32 and is what XLA's evaluator does for these types. */
-  case HLO_F16: ((uint16_t *)base)[i] = hlo_f32_to_f16((float)v); break;
+  /* f16 rounds once (IEEE, NumPy, LLVM's fptrunc). bf16 goes through f32, as Eigen's and
+     ml_dtypes' bfloat16 do; for values computed in f32 (all but f64 sources) both agree. */
+  case HLO_F16: ((uint16_t *)base)[i] = f64_to_f16(v); break;
   case HLO_BF16: ((uint16_t *)base)[i] = hlo_f32_to_bf16((float)v); break;
   case HLO_F32: ((float *)base)[i] = (float)v; break;
   case HLO_F64: ((double *)base)[i] = v; break;

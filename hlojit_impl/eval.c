@@ -7,10 +7,11 @@
    order. Before running, one reverse pass marks the instructions reachable from the root
    (others are never run, as in XLA's evaluator) and records each value's last use.
    Ownership invariant: a frame value is either owned by the frame or borrowed from
-   something that outlives the frame — an argument of the computation, a constant's literal
-   in the module arena, or an element of either (get-tuple-element of a borrowed tuple).
-   Owned values are freed right after their last use; a consumer that needs an owned value
-   (tuple, copy, the root, while state) steals it when this is its last use, else clones.
+   something that outlives every use of it — an argument of the computation, a constant's
+   literal in the module arena, or an element of a tuple value (get-tuple-element borrows;
+   the tuple's last use is extended to cover the element's). Owned values are freed right
+   after their last use; a consumer that needs an owned value (tuple, the root, while
+   state, opt-barrier) steals it when this is its last use, else clones.
    Elementwise ops write in place into an operand at its last use when types and sizes
    match, so a chain like exp(x - m) allocates once.
 
@@ -164,6 +165,9 @@ static hj_status ev_check_args(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *co
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: computation '%s' takes %d arguments, got %d",
                    c->name, np, nargs);
   for (int i = 0; i < np; i++) {
+    if (!c->params[i])
+      return hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: computation '%s' has no parameter %d",
+                     c->name, i);
     const hlo_shape *ps = &c->params[i]->shape;
     if (!args[i] || !ev_lit_sane(args[i]) || !ev_same_dims(&args[i]->shape, ps))
       return hj__err(ctx, HJ_ERR_SHAPE,

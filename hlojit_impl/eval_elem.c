@@ -24,7 +24,8 @@
      a NaN among (lo, x, hi) in that order, else min(hi, max(x, lo)); power: x^0 = 1^x = 1,
      integer exponent < 0 gives 0 (base 1: 1); pred power = a || !b; sign keeps ±0 and
      NaN; convert float->int saturates, NaN -> 0, float->pred is x != 0, int->float rounds
-     once (s64 -> f32 directly, -> f16/bf16 through f32 as Eigen does). */
+     once (s64 -> f32 directly, -> f16/bf16 through f32 as Eigen does); f64 -> f16 rounds
+     once (IEEE, NumPy), f64 -> bf16 through f32 (Eigen, ml_dtypes). */
 #include "internal.h"
 #include <math.h>
 
@@ -161,7 +162,10 @@ EVE_FLOAT_HELPERS(double, )
     case HLO_OP_EXPM1: EVE_L1(expm1##S(x));                                              \
     case HLO_OP_LOG: EVE_L1(log##S(x));                                                  \
     case HLO_OP_LOG1P: EVE_L1(log1p##S(x));                                              \
-    case HLO_OP_LOGISTIC: EVE_L1((T)1 / ((T)1 + exp##S(-x)));                            \
+    /* exp(x) / (1 + exp(x)) for x < 0 keeps tiny results (logistic(-100) = 3.8e-44) that \
+       1 / (1 + exp(-x)) flushes to 0 once exp(-x) overflows. */                            \
+    case HLO_OP_LOGISTIC:                                                                \
+      EVE_L1(x < 0 ? exp##S(x) / ((T)1 + exp##S(x)) : (T)1 / ((T)1 + exp##S(-x)));      \
     case HLO_OP_TANH: EVE_L1(tanh##S(x));                                                \
     case HLO_OP_SQRT: EVE_L1(sqrt##S(x));                                                \
     case HLO_OP_RSQRT: EVE_L1((T)1 / sqrt##S(x));                                        \
@@ -481,6 +485,10 @@ void hlo_elem_run(const hlo_elem_op *e, const void *const *in, const bool *bcast
       break;
     case HLO_OP_IS_FINITE: eve_is_finite(e->in[0], a, (uint8_t *)out + off, m); break;
     case HLO_OP_CONVERT: {
+      if (e->in[0] == HLO_F64 && e->out == HLO_F16) {  /* one rounding, not via f32 */
+        for (int i = 0; i < m; i++) hlo_store_f64(HLO_F16, out, off + i, ((const double *)a)[i]);
+        break;
+      }
       void *d = eve_out(e->out, out, off, tmp[3]);
       eve_conv(eve_class_of(e->in[0]), a, e->out, d, m);
       eve_flush(e->out, out, off, d, m);

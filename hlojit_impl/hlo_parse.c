@@ -22,8 +22,9 @@
    Errors: the first one stops the parse; its message is "file:line:col: what" plus the
    source line and a caret (hlo_lex_error). Everything allocated lives in the module's arena
    or in stb_ds arrays owned by the parser state, so failing is freeing the module and the
-   state. The verifier runs on every parsed module. Attributes and constant literals are read
-   in hlo_parse_attrs.c. */
+   state. The verifier runs on every parsed module; its message is re-reported at the
+   instruction it names (the parser remembers where each one was written). Attributes and
+   constant literals are read in hlo_parse_attrs.c. */
 #include "internal.h"
 #include <locale.h>
 #include <stdlib.h>
@@ -106,6 +107,9 @@ static hj_status prs_elem_type(hlo_parser *P, const hlo_tok *t, hlo_type *out) {
     if (strlen(prs_other_types[i]) == t->n && memcmp(prs_other_types[i], t->s, t->n) == 0)
       return hlo_prs_err(P, t->pos, HJ_ERR_UNSUPPORTED, "element type '%s' is not supported",
                          prs_other_types[i]);
+  /* Newer narrow float formats (f8e..., f6e..., f4e...) are XLA types too. */
+  if (t->n > 3 && t->s[0] == 'f' && (t->s[1] == '8' || t->s[1] == '6' || t->s[1] == '4') && t->s[2] == 'e')
+    return hlo_prs_err(P, t->pos, HJ_ERR_UNSUPPORTED, "element type '%.*s' is not supported", PRS_NM(t->s, t->n));
   return hlo_prs_err(P, t->pos, HJ_ERR_PARSE, "unknown element type '%.*s'", PRS_NM(t->s, t->n));
 }
 
@@ -398,6 +402,7 @@ static hj_status prs_instr_body(hlo_parser *P, const char *name, const hlo_shape
   PRS_TRY(hlo_prs_attrs(P, ins, oppos, allow_attrs));
   if (!shape) PRS_TRY(prs_infer(P, ins, oppos));
   shput(P->names, (char *)ins->name, ins);
+  hmput(P->instr_pos, ins, oppos);
   *out = ins;
   return HJ_OK;
 }
@@ -421,10 +426,12 @@ static hj_status prs_instruction(hlo_parser *P, hlo_instr **root) {
   if (!name) return hj__err(P->ctx, HJ_ERR_OOM, "out of memory");
   PRS_TRY(hlo_prs_expect(P, '='));
   hlo_shape shape;
+  size_t rhs = hlo_lex_peekc(&P->lx) >= 0 ? P->lx.pos : t.pos;
   bool has_shape = prs_shape_next(P);
   if (has_shape) PRS_TRY(prs_shape(P, &shape));
   hlo_instr *ins;
   PRS_TRY(prs_instr_body(P, name, has_shape ? &shape : NULL, true, &ins));
+  hmput(P->instr_pos, ins, rhs);
   if (is_root) {
     if (*root)
       return hlo_prs_err(P, t.pos, HJ_ERR_PARSE, "computation '%s' has a second ROOT ('%s' is the first)",
@@ -534,23 +541,43 @@ static hj_status prs_header(hlo_parser *P) {
 /* ---- after the last computation: forward references, order, entry ----------------------- */
 
 typedef struct { hlo_comp *key; int value; } prs_mark;   /* 1: on the DFS stack, 2: placed */
+typedef struct { hlo_comp *c; ptrdiff_t i; int k; } prs_frame;  /* at instrs[i]->calls[k] */
 
-/* Post-order DFS: callees are appended to |order| before their callers. */
-static hj_status prs_order(hlo_parser *P, hlo_comp *c, prs_mark **marks, hlo_comp ***order, int depth) {
-  int mark = (int)hmget(*marks, c);
-  if (mark == 2) return HJ_OK;
-  if (mark == 1)
-    return hlo_prs_err(P, hmget(P->comp_pos, c), HJ_ERR_PARSE, "computation '%s' calls itself through "
-                       "computations that call each other in a cycle", c->name);
-  if (depth > 100000)
-    return hlo_prs_err(P, hmget(P->comp_pos, c), HJ_ERR_PARSE, "computations call each other too deeply");
-  hmput(*marks, c, 1);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    for (int k = 0; k < c->instrs[i]->ncalls; k++)
-      PRS_TRY(prs_order(P, c->instrs[i]->calls[k], marks, order, depth + 1));
-  hmput(*marks, c, 2);
-  arrput(*order, c);
-  return HJ_OK;
+/* Post-order DFS from |root| with an explicit stack (call chains may be long): callees are
+   appended to |order| before their callers; meeting a computation still on the stack is a
+   cycle. */
+static hj_status prs_order(hlo_parser *P, hlo_comp *root, prs_mark **marks, hlo_comp ***order) {
+  if (hmget(*marks, root) != 0) return HJ_OK;
+  prs_frame *stack = NULL;
+  hj_status st = HJ_OK;
+  hmput(*marks, root, 1);
+  arrput(stack, ((prs_frame){ root, 0, 0 }));
+  while (arrlen(stack) > 0 && st == HJ_OK) {
+    prs_frame *f = &arrlast(stack);
+    if (f->i == arrlen(f->c->instrs)) {
+      hmput(*marks, f->c, 2);
+      arrput(*order, f->c);
+      arrpop(stack);
+      continue;
+    }
+    hlo_instr *ins = f->c->instrs[f->i];
+    if (f->k == ins->ncalls) {
+      f->i++;
+      f->k = 0;
+      continue;
+    }
+    hlo_comp *callee = ins->calls[f->k++];
+    int mark = (int)hmget(*marks, callee);
+    if (mark == 1)
+      st = hlo_prs_err(P, hmget(P->comp_pos, callee), HJ_ERR_PARSE, "computation '%s' calls itself through "
+                       "computations that call each other in a cycle", callee->name);
+    else if (mark == 0) {
+      hmput(*marks, callee, 1);
+      arrput(stack, ((prs_frame){ callee, 0, 0 }));
+    }
+  }
+  arrfree(stack);
+  return st;
 }
 
 static hj_status prs_finish_module(hlo_parser *P, hlo_comp *entry) {
@@ -570,7 +597,7 @@ static hj_status prs_finish_module(hlo_parser *P, hlo_comp *entry) {
   hlo_comp **order = NULL;
   hj_status st = HJ_OK;
   for (ptrdiff_t i = 0; i < arrlen(m->comps) && st == HJ_OK; i++)
-    st = prs_order(P, m->comps[i], &marks, &order, 0);
+    st = prs_order(P, m->comps[i], &marks, &order);
   if (st == HJ_OK) memcpy(m->comps, order, sizeof *order * (size_t)arrlen(order));
   hmfree(marks);
   arrfree(order);
@@ -578,6 +605,38 @@ static hj_status prs_finish_module(hlo_parser *P, hlo_comp *entry) {
 }
 
 /* ---- entry point ------------------------------------------------------------------------ */
+
+/* Where the first instruction of |c| quoted in |s| ('name') was written; |dflt| if none. */
+static size_t prs_quoted_instr_pos(hlo_parser *P, const hlo_comp *c, const char *s, size_t dflt) {
+  for (const char *q = strchr(s, '\''); q; q = strchr(q + 1, '\'')) {
+    const char *qe = strchr(q + 1, '\'');
+    if (!qe) break;
+    size_t n = (size_t)(qe - q - 1);
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
+      if (strlen(c->instrs[i]->name) == n && memcmp(c->instrs[i]->name, q + 1, n) == 0)
+        return hmget(P->instr_pos, c->instrs[i]);
+    q = qe;
+  }
+  return dflt;
+}
+
+/* The verifier knows no positions: its message ("verifier: computation 'c': 'x' (add)
+   declares ...") is re-reported at the first instruction of 'c' it names, else at 'c',
+   else at the entry computation. */
+static hj_status prs_verify(hlo_parser *P) {
+  hj_status st = hlo_verify_module(P->m);
+  if (st == HJ_OK || st == HJ_ERR_OOM || !P->ctx) return st;
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%.1000s", P->ctx->err);
+  size_t pos = hmget(P->comp_pos, P->m->entry);
+  const char *c = strstr(msg, "computation '"), *ce = c ? strchr(c + 13, '\'') : NULL;
+  ptrdiff_t k = ce ? shgeti(P->comps, hlo_prs_cstr(P, c + 13, (size_t)(ce - c - 13))) : -1;
+  if (k >= 0) {
+    hlo_comp *comp = P->comps[k].value;
+    pos = prs_quoted_instr_pos(P, comp, ce + 1, hmget(P->comp_pos, comp));
+  }
+  return hlo_prs_err(P, pos, st, "%s", msg);
+}
 
 static hj_status prs_module(hlo_parser *P) {
   PRS_TRY(prs_header(P));
@@ -608,13 +667,14 @@ hj_status hlo_parse_module(hj_ctx_t *ctx, const char *text, size_t len, const ch
     uselocale(old);
     freelocale(cloc);
   }
+  if (st == HJ_OK) st = prs_verify(&P);
   shfree(P.names);
   shfree(P.comps);
   arrfree(P.fixups);
   arrfree(P.params);
   hmfree(P.comp_pos);
+  hmfree(P.instr_pos);
   arrfree(P.tmp);
-  if (st == HJ_OK) st = hlo_verify_module(P.m);
   if (st != HJ_OK) {
     hlo_module_free(P.m);
     return st;

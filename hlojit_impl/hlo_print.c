@@ -23,7 +23,7 @@
      definition order, emitting each computation after the ones it calls, with the entry
      last. A parsed module is already in that order, so parse → print keeps it;
    - literals: floats in the shortest decimal that reads back to the same bits (checked by
-     reading them back), inf/-inf/nan as XLA spells them, -0 kept as `-0`; pred as
+     reading them back), inf/-inf/nan as XLA spells them, -0 printed as `-0.0` (XLA reads `-0` as +0); pred as
      true/false; rank >= 2 nested as XLA prints them: `{ { 1, 2 }, { 3, 4 } }`. Large
      constants are printed in full: a canonical round trip matters more than brevity. */
 #include "internal.h"
@@ -45,6 +45,7 @@ static void pr_float(char **sb, hlo_type t, const void *base, int64_t i) {
   if (isnan(v)) { sb_puts(sb, signbit(v) ? "-nan" : "nan"); return; }
   if (isinf(v)) { sb_puts(sb, v < 0 ? "-inf" : "inf"); return; }
   char buf[40];
+  if (v == 0 && signbit(v)) { sb_puts(sb, "-0.0"); return; } /* XLA's parser reads "-0" as +0 */
   if (v == floor(v) && fabs(v) < 1e7) {   /* small integers in full: 65504, not 6.55e+04 */
     sb_printf(sb, "%.0f", v);
     return;
@@ -56,7 +57,6 @@ static void pr_float(char **sb, hlo_type t, const void *base, int64_t i) {
     if (t == HLO_F64) ok = strtod(buf, NULL) == v;
     else if (t == HLO_F32) ok = strtof(buf, NULL) == (float)v && (float)strtod(buf, NULL) == (float)v;
     else ok = pr_half_reads_back(buf, t, ((const uint16_t *)base)[i]);
-    /* -0 == 0 compares equal: the sign is carried by "%g" itself ("-0"). */
     if (ok) break;
   }
   sb_puts(sb, buf);

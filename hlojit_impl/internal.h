@@ -340,6 +340,36 @@ hlo_literal *hlo_literal_tuple(hj_ctx_t *ctx, hlo_literal **elems, int n);
    (the result layout is the default). Used by the parser for shape-less instructions and by
    the builder and verifier. Errors name the op and the shapes. */
 hj_status hlo_infer_shape(hj_ctx_t *ctx, const hlo_instr *ins, hlo_shape *out);
+/* shape_infer.c helpers shared with shape_infer_index.c (dynamic-slice, dynamic-update-
+   slice, gather, scatter; hlo_infer_shape in shape_infer.c is the one switch).
+   hlo_si_cx: the instruction being inferred, with room for the shapes of one message.
+   hlo_si_err: HJ_ERR_SHAPE with "op 'NAME' (instr): msg". hlo_si_str: |s| as text in
+   c->buf[k] (k < 4). hlo_si_op: operand |i|'s shape. hlo_si_nops / hlo_si_array: the
+   operand count is |n| / operand |i| is an array, else an error. hlo_si_result: |s| with
+   the default layout. hlo_si_same_dims: equal rank and dims. hlo_si_dims_ok: |v| holds
+   distinct values in [0, n) (|sorted|: strictly increasing). hlo_si_has: |x| is in |v|.
+   hlo_si_ints_str: "{1,2}" into |buf|. hlo_si_tuple: a tuple of |n| shapes in the
+   module's arena (|elems| NULL: the caller fills them). hlo_si_reducer: called
+   computation |ci| takes 2N scalars of |types| and returns N of them (scalar or tuple).
+   hlo_si_index_op (shape_infer_index.c): the four indexing ops. */
+typedef struct hlo_si_cx {
+  hj_ctx_t *ctx;
+  const hlo_instr *ins;
+  char buf[4][200];     /* shape strings for one message */
+} hlo_si_cx;
+hj_status hlo_si_err(hlo_si_cx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *hlo_si_str(hlo_si_cx *c, int k, const hlo_shape *s);
+const hlo_shape *hlo_si_op(hlo_si_cx *c, int i);
+hj_status hlo_si_nops(hlo_si_cx *c, int n);
+hj_status hlo_si_array(hlo_si_cx *c, int i);
+hlo_shape hlo_si_result(const hlo_shape *s);
+bool hlo_si_same_dims(const hlo_shape *a, const hlo_shape *b);
+bool hlo_si_dims_ok(hlo_ints v, int64_t n, bool sorted);
+bool hlo_si_has(hlo_ints v, int64_t x);
+const char *hlo_si_ints_str(hlo_ints v, char *buf, size_t n);
+hj_status hlo_si_tuple(hlo_si_cx *c, const hlo_shape *elems, int n, hlo_shape *out);
+hj_status hlo_si_reducer(hlo_si_cx *c, int ci, const hlo_type *types, int n);
+hj_status hlo_si_index_op(hlo_si_cx *c, hlo_shape *out);
 
 /* ---- verify.c: the verifier -----------------------------------------------------------
    Structure (operand counts, called computations and their signatures, parameter numbers,
@@ -413,6 +443,7 @@ typedef struct hlo_parser {
   struct hlo_prs_comp { char *key; hlo_comp *value; } *comps;   /* computations by name */
   struct hlo_prs_param { hlo_instr *ins; size_t pos; } *params;  /* its parameters (stb_ds) */
   struct hlo_prs_cpos { hlo_comp *key; size_t value; } *comp_pos; /* where each is named */
+  struct hlo_prs_ipos { hlo_instr *key; size_t value; } *instr_pos; /* where each is written */
   hlo_prs_fixup *fixups;                            /* stb_ds */
   char *tmp;                                        /* stb_ds scratch for NUL-terminated names */
   int depth;                                        /* tuples, literals, nested operands */
@@ -508,8 +539,8 @@ hj_status hlo_npy_write(hj_ctx_t *ctx, const char *path, const hlo_literal *l);
 /* ---- api.c, builder.c, composites.c: graphs, executables, buffers ---------------------
    A graph is one computation of a module. A top graph owns the module and every sub-graph
    made from it (sub-graphs share the module: they are its other computations). A tensor
-   {g, id} names g->vals[id]. The first error recorded by an op poisons nothing else: it
-   is kept in the graph (and in its top graph) and reported by hj_graph_status/hj_compile. */
+   {g, id} names g->vals[id]; a failing op returns {g, -1} (poisoned). The graph keeps its
+   first error (so does its top graph) for hj_graph_status and hj_compile. */
 struct hj_graph {
   hj_ctx_t *ctx;
   hlo_module *m;                      /* the top graph's module, shared by sub-graphs */
@@ -560,8 +591,28 @@ hlo_instr *hj__op_begin(hj_graph_t *g, const char *op, hlo_opcode opc, const hlo
 hj_tensor_t hj__op_finish(hj_graph_t *g, const char *op, hlo_instr *ins);
 /* "f32[4,8]" of |t| into |buf| ("<poisoned>" when not live). */
 const char *hj__tensor_str(hj_tensor_t t, char *buf, size_t n);
-/* api.c: a copy of the graph's module with its computations in callee-first order and the entry
-   last (root: the single output or a tuple of outputs). */
+/* builder.c: the pieces builder_ops.c shares. Helpers that emit return the new
+   instruction (it also gets a tensor id), or NULL with the graph's error recorded.
+   hj__graph_name: the name messages use (the module's for a top graph).
+   hj__emit: hj__op_begin + hj__op_finish for a helper instruction.
+   hj__const: a constant of |shape| (static array) copying |data| (pred made 0/1);
+   hj__scalar_const: a |t| scalar of value |v|.
+   hj__expand: |x| NumPy-broadcast to |target|'s dims (already checked; |x| itself when
+   the dims are equal), a reshape dropping stretched size-1 dims, then a broadcast.
+   hj__tensor_of: the tensor of recent instruction |ins| of |g| (poisoned when NULL).
+   hj__same_type: |a| and |b| have one dtype, else an error naming both shapes.
+   hj__comp_new: a computation of |m| named |name| made a unique identifier (".N"). */
+const char *hj__graph_name(const hj_graph_t *g);
+hlo_instr *hj__emit(hj_graph_t *g, const char *op, hlo_opcode opc, const hlo_shape *decl,
+                    hlo_instr *const *operands, int n);
+hlo_instr *hj__const(hj_graph_t *g, const char *op, const hlo_shape *shape, const void *data);
+hlo_instr *hj__scalar_const(hj_graph_t *g, const char *op, hlo_type t, double v);
+hlo_instr *hj__expand(hj_graph_t *g, const char *op, hlo_instr *x, const hlo_shape *target);
+hj_tensor_t hj__tensor_of(hj_graph_t *g, hlo_instr *ins);
+bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
+hlo_comp *hj__comp_new(hlo_module *m, const char *name);
+/* api.c: a copy of the graph's module with its computations in callee-first order and
+   the entry last (root: the single output or a tuple of outputs). */
 hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
 
 #endif /* HLOJIT_INTERNAL_H */

@@ -7,7 +7,8 @@
    each seed once as it is, then |count| mutated texts. A mutant is a seed with 1-3 edits:
    truncation, byte flips (random or "interesting" bytes such as NUL, braces, digits),
    insertions, deletions, a token spliced in from another module (tokens: runs of
-   identifier characters, or single punctuation), a duplicated line, a deleted line.
+   identifier characters, or single punctuation), a number replaced by a boundary value
+   (0, -1, 2^31, 2^63, 1e309, ...), a duplicated line, a deleted line.
 
    Each text goes to hj_module_parse in a malloc'd buffer of exactly its length (no NUL
    after it), so AddressSanitizer catches any read past |len|. Then:
@@ -180,7 +181,7 @@ static size_t fz_line_at(const fz_buf *b, size_t pos, size_t *start) {
 
 static const char *fz_mutate(fz_buf *b, const fz_seed *self) {
   size_t pos = fz_below(b->len + 1);
-  switch (fz_below(8)) {
+  switch (fz_below(9)) {
   case 0:  /* truncation */
     b->len = pos;
     return "truncate";
@@ -229,6 +230,21 @@ static const char *fz_mutate(fz_buf *b, const fz_seed *self) {
     free(copy);
     return "dupline";
   }
+  case 7: { /* a number near |pos| becomes a boundary value (dims, indices, literals) */
+    static const char *const nums[] = {
+      "0", "1", "-1", "2", "8", "255", "256", "65536", "2147483647", "2147483648",
+      "-2147483648", "4294967296", "9223372036854775807", "9223372036854775808",
+      "-9223372036854775809", "99999999999999999999999", "1000000", "1e309", "-0", "nan",
+      "inf", "0x10", "1.5", "65505" };
+    size_t s = pos;
+    while (s < b->len && !(b->p[s] >= '0' && b->p[s] <= '9')) s++;
+    if (s >= b->len) return "number(none)";
+    size_t e = s;
+    while (e < b->len && b->p[e] >= '0' && b->p[e] <= '9') e++;
+    const char *n = nums[fz_below(sizeof nums / sizeof nums[0])];
+    fz_splice(b, s, e - s, n, strlen(n));
+    return "number";
+  }
   default: { /* delete a line */
     size_t s, n = fz_line_at(b, pos < b->len ? pos : (b->len ? b->len - 1 : 0), &s);
     fz_splice(b, s, n, NULL, 0);
@@ -243,6 +259,9 @@ static const char *fz_current;         /* the input being run, for the crash han
 static size_t fz_current_len;
 static long fz_current_iter = -1;
 static int fz_verbose;
+
+static long fz_failures, fz_failed_inputs, fz_tried;
+static int fz_this_failed;
 
 static void fz_mkdirs(const char *dir) {
   char tmp[4096];
@@ -259,25 +278,60 @@ static void fz_write(const char *path, const char *data, size_t n) {
   fclose(f);
 }
 
-static void fz_crash_save(void) {
-  if (!fz_current) return;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/crash.hlo", fz_save_dir);
-  fz_mkdirs(fz_save_dir);
-  fz_write(path, fz_current, fz_current_len);
-  fprintf(stderr, "fuzz_parse: input %ld caused a crash/hang; saved to %s\n", fz_current_iter, path);
+/* A crash, sanitizer report or hang: saves the input being run and prints the summary
+   line (this input counted as failed). Runs once, from a signal handler or the
+   sanitizer's death callback, so it keeps to plain stdio on the way out. */
+static void fz_die_report(void) {
+  static int done;
+  if (done) return;
+  done = 1;
+  if (fz_current) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/crash.hlo", fz_save_dir);
+    fz_mkdirs(fz_save_dir);
+    fz_write(path, fz_current, fz_current_len);
+    fprintf(stderr, "fuzz_parse: input %ld crashed or hung; saved to %s\n", fz_current_iter, path);
+  }
+  long failed = fz_failed_inputs + (fz_this_failed ? 0 : 1);
+  printf("fuzz_parse: %ld passed, %ld failed\n", fz_tried - failed, failed);
+  fflush(stdout);
+}
+
+#ifdef FZ_HAVE_SANITIZER
+/* UBSan's report does not run the death callback when ASan is linked too: make it abort
+   (caught below) and print a stack trace. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void) { return "print_stacktrace=1:abort_on_error=1"; }
+#endif
+
+static void fz_on_abort(int sig) {
+  fz_die_report();
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 static void fz_on_alarm(int sig) {
   (void)sig;
-  fz_crash_save();
-  static const char msg[] = "fuzz_parse: timeout (10 s on one input)\nfuzz_parse: 0 passed, 1 failed\n";
-  if (write(2, msg, sizeof msg - 1) < 0) { /* nothing left to do */ }
+  fprintf(stderr, "fuzz_parse: timeout (10 s on one input)\n");
+  fz_die_report();
   _exit(2);
 }
 
-static long fz_failures, fz_failed_inputs, fz_tried;
-static int fz_this_failed;
+/* Failure counts by reason (the reasons are string literals), for the summary. */
+#define FZ_MAX_REASONS 16
+static const char *fz_reason[FZ_MAX_REASONS];
+static long fz_reason_count[FZ_MAX_REASONS];
+static int fz_nreasons;
+
+static long fz_count_reason(const char *why) {
+  int i = 0;
+  while (i < fz_nreasons && fz_reason[i] != why) i++;
+  if (i == fz_nreasons) {
+    if (fz_nreasons == FZ_MAX_REASONS) return 0;
+    fz_reason[fz_nreasons++] = why;
+  }
+  return fz_reason_count[i]++;
+}
 
 static void fz_fail(const char *why, const char *text, size_t len, const char *detail,
                     const char *origin) {
@@ -285,7 +339,7 @@ static void fz_fail(const char *why, const char *text, size_t len, const char *d
   fz_mkdirs(fz_save_dir);
   snprintf(path, sizeof path, "%s/fail-%ld.hlo", fz_save_dir, fz_failures);
   fz_write(path, text, len);
-  if (fz_failures < 20)
+  if (fz_count_reason(why) < 3 || fz_verbose)   /* the first three of each kind */
     fprintf(stderr, "FAIL #%ld (input %ld, from %s): %s\n  saved: %s\n  %s\n", fz_failures,
             fz_current_iter, origin, why, path, detail ? detail : "");
   fz_failures++;
@@ -337,6 +391,8 @@ static void fz_eval(hj_ctx_t *ctx, hj_module_t *m, const char *printed, const ch
   if (strstr(printed, "while(")) return;      /* may not terminate */
   fz_shape_sizes(printed, &max_one, &total);
   if (max_one >= 1e5 || total >= 1e6) return;
+  /* reduce-window costs elements x window size: keep it well below the 10 s watchdog */
+  if (strstr(printed, "reduce-window(") && max_one >= 2e3) return;
   int nin = hj_module_num_inputs(m);
   if (nin < 0 || nin > 64) return;
   hj_exec_t *e = NULL;
@@ -503,9 +559,11 @@ int main(int argc, char **argv) {
   }
 
 #ifdef FZ_HAVE_SANITIZER
-  __sanitizer_set_death_callback(fz_crash_save);
+  __sanitizer_set_death_callback(fz_die_report);
 #endif
   signal(SIGALRM, fz_on_alarm);
+  signal(SIGABRT, fz_on_abort);
+  signal(SIGSEGV, fz_on_abort);   /* without a sanitizer */
 
   hj_ctx_options_t opt;
   hj_ctx_options_init(&opt);
@@ -558,6 +616,8 @@ int main(int argc, char **argv) {
          "evaluated %ld (%ld eval errors), failure reports %ld\n",
          fz_nseeds, seeds_parsed, fz_tried, fz_parsed, fz_rejected, fz_evaluated, fz_eval_errors,
          fz_failures);
+  for (int i = 0; i < fz_nreasons; i++)
+    printf("fuzz_parse: %ld x %s\n", fz_reason_count[i], fz_reason[i]);
   printf("fuzz_parse: %ld passed, %ld failed\n", fz_tried - fz_failed_inputs, fz_failed_inputs);
   return fz_failed_inputs ? 1 : 0;
 }

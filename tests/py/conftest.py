@@ -36,8 +36,9 @@ def corpus_dir():
 
 
 def corpus_skip_reason():
-    return ("no HLO corpus: ../shared/hlo-corpus is missing and $HLOJIT_CORPUS is unset "
-            "(the corpus is not part of the repository)")
+    env = os.environ.get("HLOJIT_CORPUS")
+    where = f"$HLOJIT_CORPUS={env}" if env else str(REPO.parent / "shared" / "hlo-corpus")
+    return f"no HLO corpus at {where} (the corpus is not part of the repository)"
 
 
 def run_tool(binary, args, timeout=600, env=None):

@@ -19,8 +19,9 @@ Comparison rules (compare()):
   - floats, tol=(rtol, atol): |got - want| <= atol + rtol*|want| (reductions and dots).
 
 Environment: HLOJIT_BIN (default build/hlojit), HLOJIT_BACKEND (default interp),
-HLOJIT_TEST_OUT (default tests/out/ops_numpy: each case's module, inputs and outputs stay
-there, with a repro.sh, so a failure reproduces with one command), HLOJIT_DRYRUN=1 (write
+HLOJIT_TEST_OUT (default tests/out/ops_numpy; each test process works in run-PID/ there,
+one directory per case with its module, inputs, outputs and a repro.sh; a case that passes
+is removed, a failing one stays, so it reproduces with one command), HLOJIT_DRYRUN=1 (write
 modules and compute references without running hlojit: checks the test code itself).
 """
 
@@ -36,7 +37,10 @@ import ml_dtypes
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.environ.get("HLOJIT_BIN", os.path.join(REPO, "build", "hlojit"))
 BACKEND = os.environ.get("HLOJIT_BACKEND", "interp")
-OUT_ROOT = os.environ.get("HLOJIT_TEST_OUT", os.path.join(REPO, "tests", "out", "ops_numpy"))
+# One directory per test process (several runs may share the tree); passing cases are
+# removed, failing ones stay for reproduction.
+OUT_ROOT = os.path.join(os.environ.get("HLOJIT_TEST_OUT", os.path.join(REPO, "tests", "out", "ops_numpy")),
+                        "run-%d" % os.getpid())
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -146,6 +150,13 @@ def binary_inputs(t, name, n_random=64, b_specials=None):
     return a, b
 
 
+def mixed(t, shape, name):
+    """An array of |shape|: the type's edge values first, then random values."""
+    n = int(np.prod(shape))
+    v = np.concatenate([specials(t), random_values(t, n, rng_for(name))])[:n]
+    return v.reshape(shape)
+
+
 # ---- HLO text ----------------------------------------------------------------------------
 
 def shape_str(t, shape):
@@ -181,6 +192,15 @@ def scalar_comp(name, t, op, extra=""):
             % (name, t, t, rt, op, extra))
 
 
+def jx(fn, *args):
+    """Runs a jax.lax reference (CPU, 64-bit types enabled); returns numpy. XLA on CPU
+    flushes subnormals: give it integers or data it only moves, never subnormal math."""
+    import jax
+    jax.config.update("jax_platforms", "cpu")
+    with jax.enable_x64(True):
+        return np.asarray(fn(*args))
+
+
 # ---- running -----------------------------------------------------------------------------
 
 def to_disk(a):
@@ -207,6 +227,18 @@ def case_dir(name):
     for f in os.listdir(d):
         os.unlink(os.path.join(d, f))
     return d
+
+
+def remove_case_dir(name):
+    d = os.path.join(OUT_ROOT, re.sub(r"[^A-Za-z0-9_.=-]", "_", name))
+    if os.path.isdir(d):
+        for f in os.listdir(d):
+            os.unlink(os.path.join(d, f))
+        os.rmdir(d)
+        try:
+            os.rmdir(OUT_ROOT)     # only when it is empty
+        except OSError:
+            pass
 
 
 def run(name, hlo, inputs, nout):
@@ -313,8 +345,11 @@ def check(name, hlo, inputs, wants, types, tol=None, zero_sign=True, context=Non
         e = compare(g, w, t, tol=tol, zero_sign=zero_sign, inputs=inputs)
         if e:
             errs.append("output %d: " % k + "\n".join(e))
+    if not errs:
+        remove_case_dir(name)
+        return
     if errs:
-        msg = ["case %s (dir %s)" % (name, os.path.join(OUT_ROOT, name))] + errs
+        msg = ["case %s (dir %s; repro.sh there reruns it)" % (name, os.path.join(OUT_ROOT, name))] + errs
         if context:
             msg.append(context)
         msg.append("--- module ---\n" + hlo)

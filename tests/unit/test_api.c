@@ -727,6 +727,113 @@ static void test_sort_descending(void **state) {
   hj_buffer_destroy(o);
 }
 
+/* Tuple parameters and results are flattened, depth first. */
+static void test_tuple_flattening(void **state) {
+  ta_fix *f = *state;
+  hj_dtype_t types[2] = { HJ_F32, HJ_S32 };
+  hj_shape_t shapes[2] = { HJ_SHAPE(2), HJ_SCALAR };
+  hj_tensor_t p = hj_param_tuple(f->g, types, shapes, 2, "pair");
+  hj_tensor_t z = hj_param(f->g, HJ_F32, HJ_SHAPE(2), "z");
+  hj_tensor_t a = hj_get_tuple_element(p, 0), k = hj_get_tuple_element(p, 1);
+  hj_tensor_t inner = hj_tuple(f->g, (hj_tensor_t[]){ hj_add(a, z), hj_neg(k) }, 2);
+  hj_graph_output(f->g, hj_tuple(f->g, (hj_tensor_t[]){ inner, z }, 2));  /* ((f32[2], s32[]), f32[2]) */
+  float av[2] = { 1, 2 }, zv[2] = { 10, 20 };
+  int32_t kv = 7;
+  ta_in in[3] = { { HJ_F32, HJ_SHAPE(2), av }, { HJ_S32, HJ_SCALAR, &kv }, { HJ_F32, HJ_SHAPE(2), zv } };
+  double sum[2] = { 11, 22 };
+  hj_buffer_t *o = ta_run(f, in, 3, 3, 0);
+  ta_close_f32(hj_buffer_host_ptr(o), sum, 2, 0);
+  hj_buffer_destroy(o);
+  o = ta_run(f, in, 3, 3, 1);
+  assert_int_equal(*(int32_t *)hj_buffer_host_ptr(o), -7);
+  hj_buffer_destroy(o);
+  o = ta_run(f, in, 3, 3, 2);
+  ta_close_f32(hj_buffer_host_ptr(o), (double[]){ 10, 20 }, 2, 0);
+  hj_buffer_destroy(o);
+}
+
+static void test_call_map_scatter(void **state) {
+  ta_fix *f = *state;
+  hj_graph_t *fma, *sc;
+  CHECK_OK(f->ctx, hj_graph_create_sub(f->g, "fma", &fma));
+  hj_tensor_t x = hj_param(fma, HJ_F32, HJ_SHAPE(3), "x"), y = hj_param(fma, HJ_F32, HJ_SHAPE(3), "y");
+  hj_graph_output(fma, hj_add(hj_mul(x, y), hj_scalar(fma, HJ_F32, 1)));
+  CHECK_OK(f->ctx, hj_graph_create_sub(f->g, "scalar_fn", &sc));
+  hj_tensor_t u = hj_param(sc, HJ_F32, HJ_SCALAR, "u"), v = hj_param(sc, HJ_F32, HJ_SCALAR, "v");
+  hj_graph_output(sc, hj_sub(u, hj_mul(v, v)));
+  hj_tensor_t a = hj_param(f->g, HJ_F32, HJ_SHAPE(3), "a"), b = hj_param(f->g, HJ_F32, HJ_SHAPE(3), "b");
+  hj_graph_output(f->g, hj_call(fma, (hj_tensor_t[]){ a, b }, 2));
+  hj_graph_output(f->g, hj_map(sc, (hj_tensor_t[]){ a, b }, 2));
+  /* scatter-add of {1, 2, 3} at rows {0, 2, 0} into zeros(5) */
+  hj_tensor_t idx = hj_constant(f->g, HJ_S32, HJ_SHAPE(3, 1), (int32_t[]){ 0, 2, 0 });
+  hj_tensor_t upd = hj_constant(f->g, HJ_F32, HJ_SHAPE(3), (float[]){ 1, 2, 3 });
+  int64_t ins0 = 0;
+  hj_scatter_dims_t sd = { .inserted_window_dims = &ins0, .n_inserted_window_dims = 1,
+                           .scatter_dims_to_operand_dims = &ins0, .n_scatter_dims_to_operand_dims = 1,
+                           .index_vector_dim = 1 };
+  hj_graph_output(f->g, hj_scatter(hj_full(f->g, HJ_F32, HJ_SHAPE(5), 0), idx, upd, &sd, HJ_RED_SUM));
+  float av[3] = { 1, 2, 3 }, bv[3] = { 4, 5, 6 };
+  ta_in in[2] = { { HJ_F32, HJ_SHAPE(3), av }, { HJ_F32, HJ_SHAPE(3), bv } };
+  hj_buffer_t *o = ta_run(f, in, 2, 3, 0);
+  ta_close_f32(hj_buffer_host_ptr(o), (double[]){ 5, 11, 19 }, 3, 0);
+  hj_buffer_destroy(o);
+  o = ta_run(f, in, 2, 3, 1);
+  ta_close_f32(hj_buffer_host_ptr(o), (double[]){ -15, -23, -33 }, 3, 0);
+  hj_buffer_destroy(o);
+  o = ta_run(f, in, 2, 3, 2);
+  ta_close_f32(hj_buffer_host_ptr(o), (double[]){ 4, 0, 2, 0, 0 }, 5, 0);
+  hj_buffer_destroy(o);
+}
+
+/* The primitive shape ops against values written out by hand. */
+static void test_shape_ops(void **state) {
+  ta_fix *f = *state;
+  hj_graph_t *g = f->g;
+  hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(2, 3), "x");   /* {{0,1,2},{3,4,5}} */
+  hj_tensor_t outs[12];
+  int n = 0;
+  outs[n++] = hj_transpose(x, (int64_t[]){ 1, 0 }, 2);                          /* 0 3 1 4 2 5 */
+  outs[n++] = hj_slice(x, (int64_t[]){ 0, 0 }, (int64_t[]){ 2, 3 }, (int64_t[]){ 1, 2 }); /* 0 2 3 5 */
+  hj_tensor_t st[2] = { hj_scalar(g, HJ_S32, 5), hj_scalar(g, HJ_S32, -1) };
+  outs[n++] = hj_dynamic_slice(x, st, (int64_t[]){ 1, 2 });                     /* clamped: 3 4 */
+  outs[n++] = hj_dynamic_update_slice(x, hj_full(g, HJ_F32, HJ_SHAPE(1, 2), 9), st); /* 0 1 2 9 9 5 */
+  outs[n++] = hj_pad(hj_reshape(x, HJ_SHAPE(-1)), hj_scalar(g, HJ_F32, -1), (int64_t[]){ 1 },
+                     (int64_t[]){ 0 }, (int64_t[]){ 1 });  /* -1 0 -1 1 -1 2 -1 3 -1 4 -1 5 */
+  outs[n++] = hj_reverse(x, (int64_t[]){ 1 }, 1);                               /* 2 1 0 5 4 3 */
+  outs[n++] = hj_broadcast_in_dim(hj_reshape(x, HJ_SHAPE(2, 1, 3)), HJ_SHAPE(2, 2, 3),
+                                  (int64_t[]){ 0, 1, 2 }, 3);                   /* rows doubled */
+  outs[n++] = hj_reduce(x, HJ_RED_MAX, (int64_t[]){ 0 }, 1);                    /* 3 4 5 */
+  outs[n++] = hj_reduce(hj_add(x, hj_scalar(g, HJ_F32, 1)), HJ_RED_PROD, (int64_t[]){ 1 }, 1); /* 6 120 */
+  outs[n++] = hj_convert(hj_clamp(hj_scalar(g, HJ_F32, 1), x, hj_scalar(g, HJ_F32, 3.5)), HJ_S32); /* 1 1 2 3 3 3 */
+  hj_tensor_t col = hj_iota(g, HJ_F32, HJ_SHAPE(3), 0);                         /* 0 1 2 */
+  outs[n++] = hj_select(hj_compare(x, col, HJ_CMP_EQ), x, hj_neg(hj_full(g, HJ_F32, HJ_SHAPE(2, 1), 1))); /* 0 1 2 -1 -1 -1 */
+  outs[n++] = hj_reduce(hj_compare(x, hj_scalar(g, HJ_F32, 2.5), HJ_CMP_GT), HJ_RED_OR, (int64_t[]){ 1 }, 1); /* 0 1 */
+  for (int i = 0; i < n; i++) {
+    if (!hj_tensor_ok(outs[i])) fail_msg("op %d: %s", i, hj_ctx_error(f->ctx));
+    hj_graph_output(g, outs[i]);
+  }
+  float xv[6] = { 0, 1, 2, 3, 4, 5 };
+  ta_in in[1] = { { HJ_F32, HJ_SHAPE(2, 3), xv } };
+  static const double want[][12] = {
+    { 0, 3, 1, 4, 2, 5 }, { 0, 2, 3, 5 }, { 3, 4 }, { 0, 1, 2, 9, 9, 5 },
+    { -1, 0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5 }, { 2, 1, 0, 5, 4, 3 },
+    { 0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5 }, { 3, 4, 5 }, { 6, 120 }, { 1, 1, 2, 3, 3, 3 },
+    { 0, 1, 2, -1, -1, -1 }, { 0, 1 },
+  };
+  static const int count[] = { 6, 4, 2, 6, 12, 6, 12, 3, 2, 6, 6, 2 };
+  for (int i = 0; i < n; i++) {
+    hj_buffer_t *o = ta_run(f, in, 1, n, i);
+    float got[12];
+    const void *p = hj_buffer_host_ptr(o);
+    for (int k = 0; k < count[i]; k++)
+      got[k] = hj_buffer_dtype(o) == HJ_S32 ? (float)((const int32_t *)p)[k]
+             : hj_buffer_dtype(o) == HJ_PRED ? (float)((const uint8_t *)p)[k] : ((const float *)p)[k];
+    assert_int_equal(hj_shape_numel(hj_buffer_shape(o)), count[i]);
+    ta_close_f32(got, want[i], count[i], 0);
+    hj_buffer_destroy(o);
+  }
+}
+
 /* ---- modules and files ------------------------------------------------------------------- */
 
 /* The graph as text, parsed back and run: the same numbers, and the signature flattened. */
@@ -792,6 +899,83 @@ static void test_npy_round_trip(void **state) {
   assert_null(c);
 }
 
+/* ---- against JAX: the composites vs tests/fixtures/jax (NAME.inK.npy -> NAME.out0.npy) ---- */
+
+typedef hj_tensor_t (*ta_builder)(hj_graph_t *g, const hj_tensor_t *p);
+
+static hj_tensor_t ta_jax_softmax(hj_graph_t *g, const hj_tensor_t *p) { return hj_softmax(p[0], -1); }
+static hj_tensor_t ta_jax_log_softmax(hj_graph_t *g, const hj_tensor_t *p) { return hj_log_softmax(p[0], -1); }
+static hj_tensor_t ta_jax_layernorm(hj_graph_t *g, const hj_tensor_t *p) {
+  return hj_layer_norm(p[0], p[1], p[2], 1e-5);
+}
+static hj_tensor_t ta_jax_gelu_tanh(hj_graph_t *g, const hj_tensor_t *p) { return hj_gelu_tanh(p[0]); }
+static hj_tensor_t ta_jax_gelu_erf(hj_graph_t *g, const hj_tensor_t *p) { return hj_gelu_erf(p[0]); }
+static hj_tensor_t ta_jax_embedding(hj_graph_t *g, const hj_tensor_t *p) { return hj_embedding(p[0], p[1]); }
+static hj_tensor_t ta_jax_argmax(hj_graph_t *g, const hj_tensor_t *p) { return hj_argmax(p[0], 1); }
+static hj_tensor_t ta_jax_matmul(hj_graph_t *g, const hj_tensor_t *p) { return hj_matmul(p[0], p[1]); }
+
+/* x (T, C), two heads, as the fixture generator's causal_attention. */
+static hj_tensor_t ta_jax_attention(hj_graph_t *g, const hj_tensor_t *p) {
+  enum { T = 6, C = 16, H = 2, D = 8 };
+  hj_tensor_t qkv = hj_add(hj_matmul(p[0], p[1]), p[2]), part[3];   // (T, 3C)
+  hj_split(qkv, 1, (int64_t[]){ C, C, C }, 3, part);
+  const int64_t hf[3] = { 1, 0, 2 }, kt[3] = { 0, 2, 1 };
+  for (int i = 0; i < 3; i++) part[i] = hj_transpose(hj_reshape(part[i], HJ_SHAPE(T, H, D)), hf, 3);
+  hj_tensor_t att = hj_div(hj_matmul(part[0], hj_transpose(part[1], kt, 3)),
+                           hj_scalar(g, HJ_F32, sqrt((double)D)));   // (H, T, T)
+  att = hj_softmax(hj_select(hj_causal_mask(g, T), att, hj_scalar(g, HJ_F32, -INFINITY)), -1);
+  hj_tensor_t y = hj_transpose(hj_matmul(att, part[2]), hf, 3);     // (T, H, D)
+  return hj_add(hj_matmul(hj_reshape(y, HJ_SHAPE(T, C)), p[3]), p[4]);
+}
+
+static void ta_jax_case(ta_fix *f, const char *name, int nin, ta_builder build, double tol) {
+  char path[512];
+  hj_buffer_t *in[8] = { 0 }, *want = NULL, *out[1] = { NULL };
+  hj_tensor_t p[8];
+  for (int i = 0; i < nin; i++) {
+    snprintf(path, sizeof path, "%s/fixtures/jax/%s.in%d.npy", tu_data_dir(), name, i);
+    CHECK_OK(f->ctx, hj_buffer_read_npy(f->ctx, path, &in[i]));
+    p[i] = hj_param(f->g, hj_buffer_dtype(in[i]), hj_buffer_shape(in[i]), "p");
+  }
+  snprintf(path, sizeof path, "%s/fixtures/jax/%s.out0.npy", tu_data_dir(), name);
+  CHECK_OK(f->ctx, hj_buffer_read_npy(f->ctx, path, &want));
+  CHECK_OK(f->ctx, hj_graph_output(f->g, build(f->g, p)));
+  hj_exec_t *e;
+  CHECK_OK(f->ctx, hj_compile(f->g, &e));
+  CHECK_OK(f->ctx, hj_exec_run(e, in, nin, out, 1));
+  assert_int_equal(hj_buffer_dtype(out[0]), hj_buffer_dtype(want));
+  assert_int_equal(hj_buffer_nbytes(out[0]), hj_buffer_nbytes(want));
+  int64_t n = hj_shape_numel(hj_buffer_shape(want));
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a, b;
+    if (hj_buffer_dtype(want) == HJ_S32) {
+      a = ((int32_t *)hj_buffer_host_ptr(out[0]))[i], b = ((int32_t *)hj_buffer_host_ptr(want))[i];
+    } else {
+      a = ((float *)hj_buffer_host_ptr(out[0]))[i], b = ((float *)hj_buffer_host_ptr(want))[i];
+    }
+    double err = fabs(a - b) / (1 + fabs(b));
+    if (!(err <= tol)) fail_msg("%s: element %lld: hlojit %.9g, jax %.9g", name, (long long)i, a, b);
+    worst = err > worst ? err : worst;
+  }
+  print_message("%s: %lld values, max err %.3g\n", name, (long long)n, worst);
+  for (int i = 0; i < nin; i++) hj_buffer_destroy(in[i]);
+  hj_buffer_destroy(want);
+  hj_buffer_destroy(out[0]);
+  hj_exec_destroy(e);
+}
+
+static void test_jax_softmax(void **s) { ta_jax_case(*s, "softmax", 1, ta_jax_softmax, 1e-6); }
+static void test_jax_log_softmax(void **s) { ta_jax_case(*s, "log_softmax", 1, ta_jax_log_softmax, 1e-6); }
+static void test_jax_layernorm(void **s) { ta_jax_case(*s, "layernorm", 3, ta_jax_layernorm, 1e-5); }
+static void test_jax_gelu_tanh(void **s) { ta_jax_case(*s, "gelu_tanh", 1, ta_jax_gelu_tanh, 1e-6); }
+static void test_jax_gelu_erf(void **s) { ta_jax_case(*s, "gelu_erf", 1, ta_jax_gelu_erf, 1e-6); }
+static void test_jax_embedding(void **s) { ta_jax_case(*s, "take_embedding", 2, ta_jax_embedding, 0); }
+static void test_jax_argmax(void **s) { ta_jax_case(*s, "argmax", 1, ta_jax_argmax, 0); }
+static void test_jax_matmul(void **s) { ta_jax_case(*s, "matmul_2d", 2, ta_jax_matmul, 1e-5); }
+static void test_jax_batch_matmul(void **s) { ta_jax_case(*s, "dot_batch_einsum", 2, ta_jax_matmul, 1e-5); }
+static void test_jax_attention(void **s) { ta_jax_case(*s, "attention_causal", 5, ta_jax_attention, 1e-5); }
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, ta_setup, ta_teardown)
   const struct CMUnitTest tests[] = {
@@ -802,8 +986,11 @@ int main(void) {
     T(test_layer_norm), T(test_gelu), T(test_mean_var), T(test_matmul_2d),
     T(test_matmul_batch_broadcast), T(test_embedding_clamps), T(test_argmax_ties),
     T(test_split_concat), T(test_causal_mask), T(test_while_counting), T(test_conditional),
-    T(test_reduce_with_variadic), T(test_sort_descending), T(test_module_round_trip),
-    T(test_npy_round_trip),
+    T(test_reduce_with_variadic), T(test_sort_descending), T(test_tuple_flattening),
+    T(test_call_map_scatter), T(test_shape_ops), T(test_module_round_trip),
+    T(test_npy_round_trip), T(test_jax_softmax), T(test_jax_log_softmax), T(test_jax_layernorm),
+    T(test_jax_gelu_tanh), T(test_jax_gelu_erf), T(test_jax_embedding), T(test_jax_argmax),
+    T(test_jax_matmul), T(test_jax_batch_matmul), T(test_jax_attention),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

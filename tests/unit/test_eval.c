@@ -745,6 +745,171 @@ static void test_large_elementwise(void **state) {
   hlo_literal_free(r);
 }
 
+
+/* ---- outside references: XLA's golden tests and JAX fixtures -------------------------------- */
+
+/* Parses a file of the corpus (../shared/hlo-corpus/golden) or returns NULL (test skipped). */
+static hlo_module *tl_corpus(hj_ctx_t *ctx, const char *name) {
+  char path[512];
+  const char *dir = getenv("HLOJIT_CORPUS");
+  snprintf(path, sizeof path, "%s/golden/%s", dir ? dir : "../shared/hlo-corpus", name);
+  size_t len = 0;
+  char *text = tu_read_file(path, &len);
+  if (!text) return NULL;
+  hlo_module *m = NULL;
+  CHECK_OK(ctx, hlo_parse_module(ctx, text, len, path, &m));
+  free(text);
+  return m;
+}
+
+static hlo_literal *tl_f32_2x2(void) {
+  return tl_arr(HLO_F32, 4, (const float[]){ 1, 2, 3, 4 });
+}
+
+/* Expected values are the literals written in the XLA tests named in each file's header. */
+static void test_xla_golden_control_flow(void **state) {
+  hj_ctx_t *ctx = *state;
+  hlo_module *m = tl_corpus(ctx, "golden_cmdbuf_index_conditional.hlo");
+  if (!m) skip();
+  const int32_t idx[] = { 0, 1, 1024 };
+  const float want[3][4] = { { 2, 4, 6, 8 }, { 1, 4, 9, 16 }, { 1, 4, 9, 16 } };
+  for (int i = 0; i < 3; i++) {
+    hlo_literal *args[2] = { tl_arr(HLO_S32, -1, &idx[i]), tl_f32_2x2() }, *r = NULL;
+    int64_t d[2] = { 2, 2 };
+    args[1]->shape = hlo_shape_array(HLO_F32, 2, d);
+    CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 2, &r));
+    tl_expect_f32_bits(r, want[i], 4);
+    hlo_literal_free(r);
+    hlo_literal_free(args[0]);
+    hlo_literal_free(args[1]);
+  }
+  hlo_module_free(m);
+  m = tl_corpus(ctx, "golden_cmdbuf_true_false_conditional.hlo");
+  assert_non_null(m);
+  for (int i = 0; i < 2; i++) {
+    uint8_t p = i == 0;
+    hlo_literal *args[2] = { tl_arr(HLO_PRED, -1, &p), tl_f32_2x2() }, *r = NULL;
+    int64_t d[2] = { 2, 2 };
+    args[1]->shape = hlo_shape_array(HLO_F32, 2, d);
+    CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 2, &r));
+    tl_expect_f32_bits(r, want[i], 4);
+    hlo_literal_free(r);
+    hlo_literal_free(args[0]);
+    hlo_literal_free(args[1]);
+  }
+  hlo_module_free(m);
+  m = tl_corpus(ctx, "golden_cmdbuf_while_loop_inferred_shapes.hlo");
+  assert_non_null(m);
+  int32_t zero = 0;
+  float fz = 0;
+  hlo_literal *el[2] = { tl_arr(HLO_S32, -1, &zero), tl_arr(HLO_F32, -1, &fz) };
+  hlo_literal *args[1] = { hlo_literal_tuple(ctx, el, 2) }, *r = NULL;
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 1, &r));
+  assert_int_equal(((int32_t *)r->elems[0]->data)[0], 10);
+  assert_true(((float *)r->elems[1]->data)[0] == 20.0f);
+  hlo_literal_free(r);
+  hlo_literal_free(args[0]);
+  hlo_module_free(m);
+}
+
+static void test_xla_golden_fusion_map(void **state) {
+  hj_ctx_t *ctx = *state;
+  hlo_module *m = tl_corpus(ctx, "golden_mof_loop_feeding_map.hlo");
+  if (!m) skip();
+  hlo_literal *args[1] = { tl_arr(HLO_F32, 3, (const float[]){ 1, 2, 3 }) }, *r = NULL;
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 1, &r));
+  tl_expect_f32_bits(r, (const float[]){ 0, 4, 9 }, 3);
+  hlo_literal_free(r);
+  hlo_literal_free(args[0]);
+  hlo_module_free(m);
+  m = tl_corpus(ctx, "golden_cmdbuf_call_fusions.hlo");
+  assert_non_null(m);
+  int64_t d[2] = { 2, 2 };
+  args[0] = tl_f32_2x2();
+  args[0]->shape = hlo_shape_array(HLO_F32, 2, d);
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 1, &r));
+  tl_expect_f32_bits(r, (const float[]){ 3, 8, 15, 24 }, 4);
+  hlo_literal_free(r);
+  hlo_literal_free(args[0]);
+  hlo_module_free(m);
+  /* (((42), 1.0), (3.0, 4)) -> (42) */
+  m = tl_corpus(ctx, "golden_fusion_node_is_root_nested_tuple.hlo");
+  assert_non_null(m);
+  int32_t v42 = 42, v4 = 4;
+  float v1 = 1, v3 = 3;
+  hlo_literal *i0[1] = { tl_arr(HLO_S32, -1, &v42) };
+  hlo_literal *i1[2] = { hlo_literal_tuple(ctx, i0, 1), tl_arr(HLO_F32, -1, &v1) };
+  hlo_literal *i2[2] = { tl_arr(HLO_F32, -1, &v3), tl_arr(HLO_S32, -1, &v4) };
+  hlo_literal *top[2] = { hlo_literal_tuple(ctx, i1, 2), hlo_literal_tuple(ctx, i2, 2) };
+  args[0] = hlo_literal_tuple(ctx, top, 2);
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, 1, &r));
+  assert_int_equal(r->nelems, 1);
+  assert_int_equal(((int32_t *)r->elems[0]->data)[0], 42);
+  hlo_literal_free(r);
+  hlo_literal_free(args[0]);
+  hlo_module_free(m);
+}
+
+/* Every output of a JAX fixture (tests/fixtures/jax: JAX's CPU results saved as .npy)
+   matches: integers and pred exactly, floats within |rel| 2e-6 (XLA's CPU math is not libm). */
+static void tl_fixture(hj_ctx_t *ctx, const char *name, int nin, int nout) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/fixtures/jax/%s.hlo", tu_data_dir(), name);
+  size_t len = 0;
+  char *text = tu_read_file(path, &len);
+  if (!text) fail_msg("missing fixture %s", path);
+  hlo_module *m = NULL;
+  CHECK_OK(ctx, hlo_parse_module(ctx, text, len, path, &m));
+  free(text);
+  hlo_literal *in[8] = { 0 }, *out = NULL;
+  for (int i = 0; i < nin; i++) {
+    snprintf(path, sizeof path, "%s/fixtures/jax/%s.in%d.npy", tu_data_dir(), name, i);
+    CHECK_OK(ctx, hlo_npy_read(ctx, path, &in[i]));
+  }
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, in, nin, &out));
+  for (int k = 0; k < nout; k++) {
+    hlo_literal *want = NULL;
+    snprintf(path, sizeof path, "%s/fixtures/jax/%s.out%d.npy", tu_data_dir(), name, k);
+    CHECK_OK(ctx, hlo_npy_read(ctx, path, &want));
+    const hlo_literal *got = out->shape.type == HLO_TUPLE ? out->elems[k] : out;
+    hlo_type t = got->shape.type;
+    int64_t n = hlo_shape_numel(&got->shape);
+    assert_int_equal(t, want->shape.type);
+    assert_int_equal(n, hlo_shape_numel(&want->shape));
+    for (int64_t i = 0; i < n; i++) {
+      if (!hlo_type_is_float(t)) {
+        if (hlo_load_s64(t, got->data, i) != hlo_load_s64(t, want->data, i))
+          fail_msg("%s out%d[%lld]: got %lld, want %lld", name, k, (long long)i,
+                   (long long)hlo_load_s64(t, got->data, i), (long long)hlo_load_s64(t, want->data, i));
+        continue;
+      }
+      double g = hlo_load_f64(t, got->data, i), w = hlo_load_f64(t, want->data, i);
+      if (g == w || (isnan(g) && isnan(w))) continue;
+      if (!(fabs(g - w) <= 2e-6 * fmax(1.0, fabs(w))))
+        fail_msg("%s out%d[%lld]: got %.9g, want %.9g", name, k, (long long)i, g, w);
+    }
+    hlo_literal_free(want);
+  }
+  hlo_literal_free(out);
+  for (int i = 0; i < nin; i++) hlo_literal_free(in[i]);
+  hlo_module_free(m);
+}
+
+static void test_jax_fixtures(void **state) {
+  hj_ctx_t *ctx = *state;
+  tl_fixture(ctx, "elementwise_chain", 2, 1);
+  tl_fixture(ctx, "elementwise_unary_misc", 1, 14);
+  tl_fixture(ctx, "compare_select", 2, 5);
+  tl_fixture(ctx, "clamp", 2, 2);
+  tl_fixture(ctx, "convert_dtypes", 2, 6);
+  tl_fixture(ctx, "int_ops", 3, 18);
+  tl_fixture(ctx, "while_loop", 1, 2);
+  tl_fixture(ctx, "fori_loop", 2, 1);
+  tl_fixture(ctx, "cond", 2, 2);
+  tl_fixture(ctx, "gelu_erf", 1, 1);
+  tl_fixture(ctx, "gelu_tanh", 1, 1);
+}
+
 static int setup(void **state) {
   *state = tu_ctx();
   return 0;
@@ -781,6 +946,9 @@ int main(void) {
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_literals),
     cmocka_unit_test(test_large_elementwise),
+    cmocka_unit_test(test_xla_golden_control_flow),
+    cmocka_unit_test(test_xla_golden_fusion_map),
+    cmocka_unit_test(test_jax_fixtures),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

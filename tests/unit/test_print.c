@@ -255,14 +255,14 @@ static void test_literal_floats(void **state) {
   tp_env *e = *state;
   double v[] = { 1.5, -0.0, INFINITY, -INFINITY, NAN, 0.1, 1e20, 3.4028234663852886e38, 1.0 / 3 };
   tp_expect_lit(e, tp_sh(HLO_F32, 1, 9), 9, v,
-                "{1.5, -0, inf, -inf, nan, 0.1, 1e+20, 3.4028235e+38, 0.33333334}");
+                "{1.5, -0.0, inf, -inf, nan, 0.1, 1e+20, 3.4028235e+38, 0.33333334}");
   tp_expect_lit(e, tp_sh(HLO_F64, 1, 4), 4, (double[]){ 0.1, 1.0 / 3, -0.0, 5e-324 },
-                "{0.1, 0.3333333333333333, -0, 5e-324}");
+                "{0.1, 0.3333333333333333, -0.0, 5e-324}");
   /* XLA prints bf16 0.1 as 0.1001 and f16 0.1 as 0.099976: shortest is as exact, fewer digits. */
-  tp_expect_lit(e, tp_sh(HLO_BF16, 1, 3), 3, (double[]){ 0.1, 3, -0.0 }, "{0.1, 3, -0}");
+  tp_expect_lit(e, tp_sh(HLO_BF16, 1, 3), 3, (double[]){ 0.1, 3, -0.0 }, "{0.1, 3, -0.0}");
   tp_expect_lit(e, tp_sh(HLO_F16, 1, 3), 3, (double[]){ 0.1, 65504, 1.0 / 3 }, "{0.1, 65504, 0.3333}");
   tp_expect_lit(e, hlo_shape_scalar(HLO_F32), 1, (double[]){ -NAN }, "-nan");
-  tp_expect_lit(e, hlo_shape_scalar(HLO_F32), 1, (double[]){ -0.0 }, "-0");
+  tp_expect_lit(e, hlo_shape_scalar(HLO_F32), 1, (double[]){ -0.0 }, "-0.0");
   /* every f32 bit pattern we print must read back: a sweep over many */
   char *sb = NULL;
   for (uint32_t u = 1; u < 0x7f800000u; u += 0x00f0f0f1u) {

@@ -158,6 +158,10 @@ static void test_elementwise(void **state) {
   ts_expect(e, ts_op(e->c, HLO_OP_COPY, NULL, a, NULL), "f32[2,<=3]");
   ts_expect(e, ts_op(e->c, HLO_OP_CONVERT, "bf16[2,3]", b, NULL), "bf16[2,3]");
   ts_expect(e, ts_op(e->c, HLO_OP_BITCAST_CONVERT, "u32[2,3]", b, NULL), "u32[2,3]");
+  /* XLA's width rule: a wider source gains a minor dim, a narrower one loses it */
+  hlo_instr *bytes = ts_op(e->c, HLO_OP_BITCAST_CONVERT, "u8[2,3,4]", b, NULL);
+  ts_expect(e, bytes, "u8[2,3,4]");
+  ts_expect(e, ts_op(e->c, HLO_OP_BITCAST_CONVERT, "f32[2,3]", bytes, NULL), "f32[2,3]");
 }
 
 static void test_select_clamp(void **state) {
@@ -383,8 +387,8 @@ static void test_errors_elementwise(void **state) {
   ts_expect_err(e, x, "op 'exponential'", "floating-point", "s32[2]", NULL);
   x = ts_op(e->c, HLO_OP_SHL, NULL, a, a, NULL);
   ts_expect_err(e, x, "op 'shift-left'", "integral", "f32[2]", NULL);
-  x = ts_op(e->c, HLO_OP_BITCAST_CONVERT, "f64[2]", a, NULL);
-  ts_expect_err(e, x, "bit widths differ", "f32[2]", "f64", NULL);
+  x = ts_op(e->c, HLO_OP_BITCAST_CONVERT, "pred[2]", a, NULL);
+  ts_expect_err(e, x, "pred can only be bitcast to pred", "f32[2]", NULL);
 }
 
 static void test_errors_shape_ops(void **state) {
