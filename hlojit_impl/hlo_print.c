@@ -221,6 +221,14 @@ static void pr_dot(char **sb, const hlo_dot_dims *d) {
   pr_ints_if(sb, "rhs_contracting_dims", d->rhs_contract);
 }
 
+/* Names print bare, like JAX's dumps, except those XLA's lexer would not read as a name
+   without the `%` sigil (e.g. "30", which it would take for a number). */
+static const char *pr_pct(const char *name) {
+  char c = name[0];
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ? "" : "%";
+}
+#define PR_NM(n) pr_pct(n), (n)
+
 static const char *pr_call(const hlo_instr *ins, int i) {
   return i < ins->ncalls && ins->calls[i] ? ins->calls[i]->name : "?";
 }
@@ -229,21 +237,22 @@ static const char *pr_call(const hlo_instr *ins, int i) {
    conditional must use true_computation/false_computation: XLA's parser insists. */
 static void pr_calls(char **sb, const hlo_instr *ins) {
   switch (ins->op) {
-  case HLO_OP_FUSION: sb_printf(sb, ", calls=%s", pr_call(ins, 0)); break;
+  case HLO_OP_FUSION: sb_printf(sb, ", calls=%s%s", PR_NM(pr_call(ins, 0))); break;
   case HLO_OP_WHILE:
-    sb_printf(sb, ", condition=%s, body=%s", pr_call(ins, 0), pr_call(ins, 1));
+    sb_printf(sb, ", condition=%s%s, body=%s%s", PR_NM(pr_call(ins, 0)), PR_NM(pr_call(ins, 1)));
     break;
   case HLO_OP_CONDITIONAL:
     if (ins->noperands > 0 && ins->operands[0]->shape.type == HLO_PRED && ins->ncalls == 2) {
-      sb_printf(sb, ", true_computation=%s, false_computation=%s", pr_call(ins, 0), pr_call(ins, 1));
+      sb_printf(sb, ", true_computation=%s%s, false_computation=%s%s", PR_NM(pr_call(ins, 0)),
+                PR_NM(pr_call(ins, 1)));
     } else {
       sb_puts(sb, ", branch_computations={");
-      for (int i = 0; i < ins->ncalls; i++) sb_printf(sb, "%s%s", i ? ", " : "", pr_call(ins, i));
+      for (int i = 0; i < ins->ncalls; i++) sb_printf(sb, "%s%s%s", i ? ", " : "", PR_NM(pr_call(ins, i)));
       sb_puts(sb, "}");
     }
     break;
   default:
-    if (ins->ncalls > 0) sb_printf(sb, ", to_apply=%s", pr_call(ins, 0));
+    if (ins->ncalls > 0) sb_printf(sb, ", to_apply=%s%s", PR_NM(pr_call(ins, 0)));
     break;
   }
 }
@@ -281,7 +290,7 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
 
 void hlo_print_instr(char **sb, const hlo_instr *ins) {
   bool root = ins->parent ? ins->parent->root == ins : ins->is_root;
-  sb_printf(sb, "%s%s = ", root ? "ROOT " : "", ins->name);
+  sb_printf(sb, "%s%s%s = ", root ? "ROOT " : "", PR_NM(ins->name));
   hlo_shape_print(sb, &ins->shape, true);
   sb_printf(sb, " %s(", hlo_opcode_name(ins->op));
   if (ins->op == HLO_OP_PARAMETER) {
@@ -290,7 +299,7 @@ void hlo_print_instr(char **sb, const hlo_instr *ins) {
     hlo_print_literal(sb, ins->literal);
   } else {
     for (int i = 0; i < ins->noperands; i++)
-      sb_printf(sb, "%s%s", i ? ", " : "", ins->operands[i] ? ins->operands[i]->name : "?");
+      sb_printf(sb, "%s%s%s", i ? ", " : "", PR_NM(ins->operands[i] ? ins->operands[i]->name : "?"));
   }
   sb_puts(sb, ")");
   pr_attrs(sb, ins);
@@ -298,7 +307,7 @@ void hlo_print_instr(char **sb, const hlo_instr *ins) {
 
 static void pr_comp(char **sb, const hlo_comp *c) {
   bool entry = c->is_entry || (c->module && c->module->entry == c);
-  sb_printf(sb, "%s%s {\n", entry ? "ENTRY " : "", c->name);
+  sb_printf(sb, "%s%s%s {\n", entry ? "ENTRY " : "", PR_NM(c->name));
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
     sb_puts(sb, "  ");
     hlo_print_instr(sb, c->instrs[i]);
@@ -362,3 +371,4 @@ hj_status hlo_print_module(const hlo_module *m, char **out) {
   *out = s;
   return HJ_OK;
 }
+#undef PR_NM

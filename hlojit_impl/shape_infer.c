@@ -521,7 +521,13 @@ static hj_status si_pad(hlo_si_cx *c, hlo_shape *out) {
   for (int i = 0; i < n; i++) {
     int64_t in = ins->pad_interior.n ? ins->pad_interior.v[i] : 0;
     if (in < 0) return hlo_si_err(c, "negative interior padding %lld in dim %d", (long long)in, i);
-    r.dims[i] = a->dims[i] + ins->pad_lo.v[i] + ins->pad_hi.v[i] + (a->dims[i] > 0 ? a->dims[i] - 1 : 0) * in;
+    int64_t grown, d;
+    if (__builtin_mul_overflow(a->dims[i] > 0 ? a->dims[i] - 1 : 0, in, &grown) ||
+        __builtin_add_overflow(a->dims[i], grown, &d) ||
+        __builtin_add_overflow(d, ins->pad_lo.v[i], &d) ||
+        __builtin_add_overflow(d, ins->pad_hi.v[i], &d) || d > ((int64_t)1 << 53))
+      return hlo_si_err(c, "padding of dim %d of %s overflows", i, hlo_si_str(c, 0, a));
+    r.dims[i] = d;
     if (r.dims[i] < 0)
       return hlo_si_err(c, "padding makes dim %d negative (%lld) for %s", i, (long long)r.dims[i], hlo_si_str(c, 0, a));
   }
