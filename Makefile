@@ -15,9 +15,11 @@ CFLAGS  += $(CPU_CFLAGS)
 LDLIBS  += $(CPU_LDLIBS)
 
 B       := build
-LIB_SRC := $(filter-out hlojit_impl/all.c,$(wildcard hlojit_impl/*.c)) $(CPU_SRC)
+LIB_SRC := $(filter-out hlojit_impl/all.c,$(wildcard hlojit_impl/*.c)) \
+           $(wildcard hlojit_impl/emitters/*.c hlojit_impl/passes/*.c hlojit_impl/runtime/*.c) \
+           $(CPU_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-HDRS    := hlojit.h $(wildcard hlojit_impl/*.h)
+HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity
@@ -27,7 +29,7 @@ PY      := .venv/bin/python
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 BA      := $(B)/asan
 
-.PHONY: all lib tools examples unit unit-asan test test-py test-golden test-corpus test-fuzz \
+.PHONY: all lib tools examples unit unit-asan test test-py test-py-cpu test-golden test-corpus test-fuzz \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -109,6 +111,10 @@ test-golden: all
 test-corpus: all
 	$(PYTEST) tests/py/test_roundtrip.py
 
+# The same Python suites with every module compiled by the CPU backend (LLVM ORC).
+test-py-cpu: all
+	HLOJIT_BACKEND=cpu $(PYTEST) tests/py
+
 # The bad-input fuzzer (mutated HLO texts) under ASan/UBSan.
 test-fuzz: $(BA)/tests/fuzz_parse
 $(BA)/tests/fuzz_parse: tests/fuzz/fuzz_parse.c $(HDRS) $(BA)/libhlojit.a
@@ -119,7 +125,7 @@ test-fuzz:
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py
+TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu
 
 test: deps
 	@$(MAKE) --no-print-directory all || { echo "== make test: FAILED (build)"; exit 1; }
@@ -131,6 +137,9 @@ test: deps
 	done; \
 	if [ $$fail = 0 ]; then echo "== make test: PASSED ($$res )"; \
 	else echo "== make test: FAILED ($$res )"; fi; exit $$fail
+
+# Benchmarks (bench/): `make bench`.
+include bench/bench.mk
 
 demo: deps
 	$(MAKE) all

@@ -5,8 +5,9 @@
    hlojit records the graph as an HLO module (XLA's IR; modules dumped by JAX or XLA in
    XLA's text format can be read and run too), and runs it. The compiler stages (HLO
    passes, fusion, LLVM code generation for the CPU and for NVIDIA GPUs) are being built
-   in this order: see STATUS below. Today every module runs through the reference
-   evaluator, which gives XLA's semantics and is the oracle the backends are tested on.
+   in this order: see STATUS below. Modules run on the CPU backend (LLVM) by default; the
+   reference evaluator (HJ_BACKEND_INTERP) gives XLA's semantics and is the oracle the
+   backends are tested on.
 
    EXAMPLE (a two-layer MLP; error checks shortened to one)
        hj_ctx_options_t opt; hj_ctx_options_init(&opt);
@@ -50,9 +51,12 @@
    - works:   graph builder with every op below, HLO text parse/print (XLA-compatible),
               verifier, reference evaluator (backend HJ_BACKEND_INTERP), .npy I/O,
               the `hlojit` command-line tool.
-   - not yet: CPU (LLVM ORC) and CUDA (NVPTX) backends, HLO passes and fusion, the tracing
-              JIT with shape buckets, the disk cache. HJ_BACKEND_AUTO means the evaluator
-              until the CPU backend lands; asking for CPU or CUDA explicitly fails clearly.
+   - CPU backend (LLVM ORC, HJ_BACKEND_CPU and AUTO): every instruction is its own fusion
+              until the fusion passes land; fusions without an emitter (sort, scatter, ...)
+              run on the evaluator inside the compiled program (hj_exec_stats counts them).
+              The single-header build has no CPU backend yet (AUTO = evaluator there).
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), fusion, the tracing
+              JIT with shape buckets, the disk cache.
               Bounded dynamic dims (HJ_DYN) are accepted and printed (`f32[<=64,768]`);
               the evaluator runs them at their bound.
 */
@@ -92,7 +96,8 @@ typedef enum hj_dtype {
 } hj_dtype_t;
 
 typedef enum hj_backend {
-  HJ_BACKEND_AUTO = 0,   /* CUDA if a device is usable, else CPU (today: the evaluator) */
+  HJ_BACKEND_AUTO = 0,   /* CUDA if a device is usable, else CPU (today: CPU; the evaluator
+                            when the CPU backend cannot start, saying why in hj_exec_stats) */
   HJ_BACKEND_INTERP,     /* the reference evaluator: slow, obviously correct */
   HJ_BACKEND_CPU,
   HJ_BACKEND_CUDA,
@@ -125,6 +130,8 @@ typedef struct hj_ctx_options {
   int num_threads;          /* 0: all cores */
   hj_allocator_t allocator; /* all NULL: malloc/free */
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
+  bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);
+                               for measuring what fusion buys */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -337,6 +344,13 @@ int hj_module_num_inputs(const hj_module_t *m);
 int hj_module_num_outputs(const hj_module_t *m);
 hj_status hj_module_input(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_t *s);
 hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_t *s);
+/* Runs the HLO pass pipeline on |m| in place (inlining, tuple and algebraic
+   simplification, constant folding, CSE, DCE, layout normalisation, and fusion where it is
+   built in). The result computes the same values, bit for bit. With the context's dump_dir
+   (or $HLOJIT_DUMP_TO) each pass leaves DIR/NNN.PASS.txt. On failure |m| may be partly
+   rewritten but still verifies, except for HJ_ERR_INTERNAL (a pass bug: the message names
+   the pass). */
+hj_status hj_module_optimize(hj_module_t *m);
 
 /* ---- compile and run ------------------------------------------------------------------- */
 /* The executable keeps its own copy of the graph's module. */
@@ -351,6 +365,30 @@ int hj_exec_num_inputs(const hj_exec_t *e);
 int hj_exec_num_outputs(const hj_exec_t *e);
 hj_backend_t hj_exec_backend(const hj_exec_t *e);
 void hj_exec_destroy(hj_exec_t *e);
+
+/* What the compiler made of an executable. On the evaluator only |backend|, |note| and
+   |compile_ms| are set. */
+typedef struct hj_exec_stats {
+  hj_backend_t backend;       /* the backend that runs it (AUTO resolved) */
+  int fusions;                /* fusions after the pass pipeline (every nested one too) */
+  int kernels_loop, kernels_reduction, kernels_transpose, kernels_matmul, kernels_dus;
+  int evaluator_fallbacks;    /* fusions the evaluator runs: runtime_ops + unsupported */
+  int runtime_ops;            /* of which sort, scatter, reduce-window...: no emitter by design */
+  int emit_errors;            /* of which an emitter failed with something else than
+                                 HJ_ERR_UNSUPPORTED (a bug: the message is in the thunk dump) */
+  int copies;                 /* copy thunks (outputs that are parameters, constants, twice) */
+  int64_t arena_bytes;        /* peak scratch memory of the buffer plans, all computations */
+  double compile_ms;          /* wall time of hj_compile / hj_compile_module, of which: */
+  double passes_ms;           /*   clone, HLO passes, buffer assignment, thunks */
+  double emit_ms;             /*   LLVM IR emission */
+  double optimize_ms;         /*   LLVM O3 */
+  double codegen_ms;          /*   machine code (JIT add + lookups) */
+  const char *note;           /* why AUTO did not get the CPU backend; "" otherwise */
+  int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
+                                 kernel, matmul, evaluator and copy thunk, each thunk once
+                                 (while/conditional bodies once, not per iteration) */
+} hj_exec_stats_t;
+hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 
 /* ---- buffers --------------------------------------------------------------------------- */
 hj_status hj_buffer_create(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, hj_buffer_t **out); /* zeroed */

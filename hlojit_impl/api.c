@@ -2,9 +2,13 @@
    print, verify, flattened signature), buffers and .npy I/O, compile and run, and the
    copy of a graph's module that hj_graph_to_module and hj_compile hand out.
 
-   Executables: today every executable runs its module through the reference evaluator
-   (hlo_eval_module). HJ_BACKEND_AUTO and HJ_BACKEND_INTERP mean the evaluator; CPU and
-   CUDA, asked for explicitly, fail with HJ_ERR_UNSUPPORTED until those backends land.
+   Executables: HJ_BACKEND_CPU compiles through backends/cpu/cpu_backend.c (a failure is
+   the caller's error); HJ_BACKEND_AUTO means the CPU backend too (no CUDA backend yet), and
+   when that fails (LLVM cannot start, an op it cannot run) it falls back to the reference
+   evaluator and keeps the reason (hj_exec_stats().note); HJ_BACKEND_INTERP is the evaluator
+   (hlo_eval_module); CUDA fails with HJ_ERR_UNSUPPORTED. The single-header build
+   (all.c, HLOJIT_IMPLEMENTATION) does not contain the CPU backend yet: AUTO gets the
+   evaluator there, saying so, and CPU fails.
 
    Flattening: entry parameters and results that are tuples are passed as one buffer per
    leaf, depth first. A run views the caller's input buffers as literals without copying
@@ -18,6 +22,15 @@
 #include "internal.h"
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* The single-header build (hlojit.h with HLOJIT_IMPLEMENTATION includes all.c, which
+   defines HLOJIT_IMPLEMENTATION_DONE first) has no CPU backend yet. */
+#ifdef HLOJIT_IMPLEMENTATION_DONE
+#define API_HAVE_CPU 0
+#else
+#define API_HAVE_CPU 1
+#endif
 
 struct hj_exec {
   hj_ctx_t *ctx;
@@ -25,6 +38,9 @@ struct hj_exec {
   bool owns;                          /* made by hj_compile: freed with the executable */
   hj_backend_t backend;
   const hlo_shape **ins, **outs;      /* stb_ds: flattened leaves, pointing into m */
+  cpu_exec *cpu;                      /* HJ_BACKEND_CPU: the compiled program */
+  double compile_ms;
+  char note[512];                     /* why AUTO fell back to the evaluator */
 };
 
 /* ---- context ------------------------------------------------------------------------- */
@@ -55,7 +71,11 @@ hj_status hj_ctx_create(const hj_ctx_options_t *opt, hj_ctx_t **out) {
 }
 
 void hj_ctx_destroy(hj_ctx_t *ctx) {
-  if (ctx) hj__free(ctx, ctx);
+  if (!ctx) return;
+#if API_HAVE_CPU
+  cpu_backend_ctx_free(ctx);
+#endif
+  hj__free(ctx, ctx);
 }
 
 const char *hj_ctx_error(const hj_ctx_t *ctx) { return ctx ? ctx->err : ""; }
@@ -480,11 +500,42 @@ static void api_dump(hj_ctx_t *ctx, const hlo_module *m) {
   memcpy(ctx->err, err, sizeof err);
 }
 
+static double api_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The CPU backend for |e| (AUTO or CPU). AUTO falls back to the evaluator on failure,
+   keeping the reason in e->note and ctx->backend_note, and clearing the error. */
+static hj_status api_compile_cpu(hj_ctx_t *ctx, hj_exec_t *e, bool automatic) {
+#if API_HAVE_CPU
+  hj_status st = cpu_backend_compile(ctx, e->m, &e->cpu);
+  if (st == HJ_OK) {
+    e->backend = HJ_BACKEND_CPU;
+    return HJ_OK;
+  }
+  if (!automatic) return st;
+  snprintf(e->note, sizeof e->note, "HJ_BACKEND_AUTO: the CPU backend failed (%s: %.400s); using the "
+           "reference evaluator", hj_status_name(st), ctx->err);
+#else
+  if (!automatic)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "the CPU backend is not part of the single-header build "
+                   "yet: link build/libhlojit.a, or use HJ_BACKEND_INTERP");
+  snprintf(e->note, sizeof e->note, "HJ_BACKEND_AUTO: the single-header build has no CPU backend; "
+           "using the reference evaluator");
+#endif
+  snprintf(ctx->backend_note, sizeof ctx->backend_note, "%s", e->note);
+  hj_ctx_clear_error(ctx);
+  return HJ_OK;
+}
+
 static hj_status api_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, hj_exec_t **out) {
+  double t0 = api_now_ms();
   hj_backend_t b = ctx->opt.backend;
-  if (b == HJ_BACKEND_CPU || b == HJ_BACKEND_CUDA)
-    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "the %s backend is not built yet: use HJ_BACKEND_INTERP or AUTO",
-                   b == HJ_BACKEND_CPU ? "CPU" : "CUDA");
+  if (b == HJ_BACKEND_CUDA)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "the CUDA backend is not built yet: use HJ_BACKEND_CPU, "
+                   "HJ_BACKEND_INTERP or AUTO");
   hj_status st = hlo_verify_module(m);
   if (st != HJ_OK) return st;
   if (!m->entry || !m->entry->root)
@@ -494,7 +545,15 @@ static hj_status api_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, hj_exec_t 
   *e = (hj_exec_t){ .ctx = ctx, .m = m, .owns = owns, .backend = HJ_BACKEND_INTERP };
   e->ins = api_leaves(m, false);
   e->outs = api_leaves(m, true);
+  ctx->backend_note[0] = 0;
+  if (b == HJ_BACKEND_CPU || b == HJ_BACKEND_AUTO) st = api_compile_cpu(ctx, e, b == HJ_BACKEND_AUTO);
+  if (st != HJ_OK) {
+    e->owns = false;
+    hj_exec_destroy(e);
+    return st;
+  }
   api_dump(ctx, m);
+  e->compile_ms = api_now_ms() - t0;
   *out = e;
   return HJ_OK;
 }
@@ -522,8 +581,23 @@ int hj_exec_num_inputs(const hj_exec_t *e) { return e ? (int)arrlen(e->ins) : 0;
 int hj_exec_num_outputs(const hj_exec_t *e) { return e ? (int)arrlen(e->outs) : 0; }
 hj_backend_t hj_exec_backend(const hj_exec_t *e) { return e ? e->backend : HJ_BACKEND_COUNT; }
 
+hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out) {
+  if (!e || !out) return HJ_ERR_INVALID_ARG;
+  memset(out, 0, sizeof *out);
+#if API_HAVE_CPU
+  if (e->cpu) cpu_backend_stats(e->cpu, out);
+#endif
+  out->backend = e->backend;
+  out->compile_ms = e->compile_ms;
+  out->note = e->note;
+  return HJ_OK;
+}
+
 void hj_exec_destroy(hj_exec_t *e) {
   if (!e) return;
+#if API_HAVE_CPU
+  cpu_backend_exec_free(e->cpu);
+#endif
   arrfree(e->ins);
   arrfree(e->outs);
   if (e->owns) hlo_module_free(e->m);
@@ -618,11 +692,55 @@ static hj_status api_store(hj_exec_t *e, const hlo_literal *res, hj_buffer_t **o
   return st;
 }
 
+#if API_HAVE_CPU
+/* The CPU backend writes straight into the output buffers: new ones are made where NULL
+   (undone on failure); an output that is also an input is computed into a temporary. */
+static hj_status api_run_cpu(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout) {
+  void **ip = calloc((size_t)nin + 1, sizeof *ip), **op = calloc((size_t)nout + 1, sizeof *op);
+  bool *made = calloc((size_t)nout + 1, sizeof *made);
+  hj_buffer_t **tmp = calloc((size_t)nout + 1, sizeof *tmp);
+  hj_status st = ip && op && made && tmp ? HJ_OK : hj__err(e->ctx, HJ_ERR_OOM, "hj_exec_run: out of memory");
+  for (int i = 0; st == HJ_OK && i < nin; i++) ip[i] = in[i]->data;
+  for (int i = 0; st == HJ_OK && i < nout; i++) {
+    if (!out[i]) {
+      st = api_buffer_new(e->ctx, "hj_exec_run", (hj_dtype_t)e->outs[i]->type,
+                          hj__shape_from_hlo(e->outs[i]), &out[i]);
+      made[i] = st == HJ_OK;
+    }
+    if (st != HJ_OK) break;
+    op[i] = out[i]->data;
+    bool clash = false;
+    for (int k = 0; k < nin && !clash; k++) clash = in[k]->data == out[i]->data;
+    for (int k = 0; k < i && !clash; k++) clash = out[k]->data == out[i]->data;
+    if (clash && (st = api_buffer_new(e->ctx, "hj_exec_run", out[i]->dtype, out[i]->shape, &tmp[i])) == HJ_OK)
+      op[i] = tmp[i]->data;
+  }
+  if (st == HJ_OK) st = cpu_backend_run(e->cpu, ip, nin, op, nout);
+  for (int i = 0; i < nout && tmp; i++) {
+    if (tmp[i] && st == HJ_OK) memcpy(out[i]->data, tmp[i]->data, out[i]->nbytes);
+    hj_buffer_destroy(tmp[i]);
+  }
+  for (int i = 0; st != HJ_OK && made && i < nout; i++)
+    if (made[i]) {
+      hj_buffer_destroy(out[i]);
+      out[i] = NULL;
+    }
+  free(ip);
+  free(op);
+  free(made);
+  free(tmp);
+  return st;
+}
+#endif
+
 hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout) {
   if (!e) return HJ_ERR_INVALID_ARG;
   hj_status st = api_check_buffers(e, in, nin, false);
   if (st == HJ_OK) st = api_check_buffers(e, out, nout, true);
   if (st != HJ_OK) return st;
+#if API_HAVE_CPU
+  if (e->cpu) return api_run_cpu(e, in, nin, out, nout);
+#endif
   const hlo_comp *entry = e->m->entry;
   int np = (int)arrlen(entry->params), k = 0;
   void **scratch = NULL;

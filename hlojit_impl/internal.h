@@ -243,6 +243,11 @@ struct hj_ctx {
   hj_ctx_options_t opt;
   hj_status last;
   char err[4096];
+  /* backends/cpu/cpu_backend.c: the context's JIT and thread pool, made on the first CPU
+     compile (NULL until then); freed by hj_ctx_destroy through cpu_backend_ctx_free. */
+  void *cpu_backend;
+  /* api.c: why HJ_BACKEND_AUTO did not get the CPU backend ("" when it did). */
+  char backend_note[512];
 };
 
 /* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */
@@ -532,6 +537,231 @@ hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_litera
 hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 
+/* ---- ir_clone.c: deep copies of modules and instructions -------------------------------
+   hlo_module_clone: a copy of |m| with its own arena (computations in the same order, ids,
+   names, literals, attributes and called computations all copied); NULL (error in
+   m->ctx) on OOM. hlo_module_clone_in: the same, the copy belonging to |ctx| (its arena
+   and its errors), e.g. a compile's context. hlo_instr_clone_into: appends a copy of
+   |src| to |c| with |operands| (src->noperands of them) and |calls| (src->ncalls),
+   every attribute and the literal copied into c's module; |name| NULL keeps src's name.
+   NULL on OOM. */
+hlo_module *hlo_module_clone(const hlo_module *m);
+hlo_module *hlo_module_clone_in(hj_ctx_t *ctx, const hlo_module *m);
+hlo_instr *hlo_instr_clone_into(hlo_comp *c, const hlo_instr *src, const char *name,
+                                hlo_instr *const *operands, hlo_comp *const *calls);
+
+/* ---- passes ----------------------------------------------------------------------------
+   One entry point per file; *changed says whether the module changed. Each leaves a module
+   that verifies. */
+/* passes/inline_calls.c: every `call` replaced by a copy of its callee's body (repeated
+   until no call is left); computations no longer called are removed. */
+hj_status pass_inline_calls(hlo_module *m, bool *changed);
+/* passes/wrap_fusions.c: in the entry and in while/conditional computations reachable
+   from it, every instruction that is not parameter, constant, tuple, get-tuple-element,
+   reshape, bitcast with default layouts, fusion, while, conditional or opt-barrier becomes
+   a single-op fusion "wrapped_NAME" (kInput for reduce, kOutput for dot, else kLoop)
+   calling a new computation "wrapped_NAME_computation" placed before its user in m->comps
+   (an operand used twice is passed once). Idempotent. */
+hj_status pass_wrap_fusions(hlo_module *m, bool *changed);
+/* passes/dce.c: drops instructions nobody uses (parameters and roots stay) and
+   computations unreachable from the entry. */
+hj_status pass_dce(hlo_module *m, bool *changed);
+/* passes/dce.c: only the sweep of unreachable computations; true when any was removed. */
+bool pass_dce_comps(hlo_module *m);
+
+/* ---- ir_edit.c ------------------------------------------------------------------------------
+   Editing utilities for passes. Users are computed on demand (the IR stores none): after
+   editing, rebuild a user map. Edits that make an earlier instruction use a later one are
+   fixed by hlo_comp_topo_sort (stable: the identity on an order that is already
+   topological). Cloning an instruction into another computation: hlo_instr_clone_into
+   (ir_clone.c).
+   hlo_users: the distinct users of |ins| in |c| in text order; *out is an stb_ds array the
+   caller arrfree's; returns their number. hlo_user_count: the same number, no array.
+   hlo_user_map: users of every instruction of one computation (each user listed once per
+   operand instruction, text order); hlo_user_map_get returns the stb_ds array (NULL: no
+   users; do not free) and its length in *n (n may be NULL).
+   hlo_comp_set_root: sets c->root and the is_root flags.
+   hlo_replace_operand: every operand slot of |user| equal to |old| becomes |neu|; true if any.
+   hlo_replace_all_uses: every use of |old| in |c| (and c's root) becomes |neu| (|neu| itself
+   is left alone, so neu = f(old) works); true if anything changed. |old| stays in c.
+   hlo_remove_instr: drops |ins| from c->instrs (the caller made sure nothing uses it);
+   false (nothing done) for parameters, the root, or an instruction not in |c|.
+   hlo_instr_move_before: moves |ins| to just before |before| (NULL: to the end).
+   hlo_instr_new_before: hlo_instr_new, placed before |before| (NULL: appended).
+   hlo_comp_topo_sort: stable topological re-sort; HJ_ERR_INTERNAL on a cycle or on an
+   operand that is not in |c|.
+   hlo_comp_dce: drops instructions the root does not reach (parameters stay).
+   hlo_module_reachable: entry first, then the computations it calls (transitively),
+   breadth first; *out: stb_ds array to arrfree.
+   hlo_module_prune_comps: drops computations the entry does not reach from m->comps.
+   hlo_module_dce: prune + hlo_comp_dce of every computation.
+   hlo_literal_to_arena: a deep copy of |l| in m's arena (owned = false); NULL on OOM.
+   hlo_constant_new_before: a constant instruction holding an arena copy of |l| (shape:
+   l's, default layout unless l's has one), before |before|; NULL (error set) on OOM. */
+typedef struct hlo_user_map {
+  struct hlo_user_entry { int key; hlo_instr **value; } *map;   /* stb_ds, by instr id */
+} hlo_user_map;
+int hlo_users(const hlo_comp *c, const hlo_instr *ins, hlo_instr ***out);
+int hlo_user_count(const hlo_comp *c, const hlo_instr *ins);
+void hlo_user_map_build(hlo_user_map *um, const hlo_comp *c);
+hlo_instr **hlo_user_map_get(const hlo_user_map *um, const hlo_instr *ins, int *n);
+void hlo_user_map_free(hlo_user_map *um);
+void hlo_comp_set_root(hlo_comp *c, hlo_instr *root);
+bool hlo_replace_operand(hlo_instr *user, const hlo_instr *old, hlo_instr *neu);
+bool hlo_replace_all_uses(hlo_comp *c, hlo_instr *old, hlo_instr *neu);
+bool hlo_remove_instr(hlo_comp *c, hlo_instr *ins);
+bool hlo_instr_move_before(hlo_comp *c, hlo_instr *ins, const hlo_instr *before);
+hlo_instr *hlo_instr_new_before(hlo_comp *c, const hlo_instr *before, hlo_opcode op,
+                                const char *name, const hlo_shape *shape,
+                                hlo_instr *const *operands, int noperands);
+hj_status hlo_comp_topo_sort(hlo_comp *c);
+hj_status hlo_comp_dce(hlo_comp *c, bool *changed);
+hj_status hlo_module_reachable(const hlo_module *m, hlo_comp ***out);
+hj_status hlo_module_prune_comps(hlo_module *m, bool *changed);
+hj_status hlo_module_dce(hlo_module *m, bool *changed);
+hlo_literal *hlo_literal_to_arena(hlo_module *m, const hlo_literal *l);
+hlo_instr *hlo_constant_new_before(hlo_comp *c, const hlo_instr *before, const hlo_literal *l);
+
+/* ---- passes/pass.c, passes/pipeline.c --------------------------------------------------------
+   The pass framework (DESIGN.md section 4). A pass is
+     hj_status hlo_pass_NAME(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+   it edits |m| in place, sets *changed, and leaves a module that verifies.
+   hlo_pass_ctx_init: |dump_dir| from ctx->opt.dump_dir, else $HLOJIT_DUMP_TO, else NULL
+   (no dumps); verify_each false (debug builds verify after every pass anyway).
+   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG, or verify_each; a
+   failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
+   NNN = ++dump_seq, written whether or not the pass changed anything).
+   hlo_pass_dump: writes one such file (the pipeline dumps "input" first).
+   hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults. */
+typedef struct hlo_pass_ctx {
+  hj_ctx_t *ctx;
+  const char *dump_dir;     /* NULL: no dumps */
+  int dump_seq;             /* number of the last dump file */
+  bool verify_each;         /* verify after every pass in release builds too */
+} hlo_pass_ctx;
+typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+typedef struct hlo_pipeline_options {
+  bool fusion;              /* run the fusion passes; default true */
+  bool layout_norm;         /* default true */
+  int max_simplify_rounds;  /* algsimp/fold/CSE/DCE repeated until no change; default 8 */
+} hlo_pipeline_options;
+void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
+hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
+                       bool *changed);
+hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m);
+void hlo_pipeline_options_init(hlo_pipeline_options *o);
+hj_status hlo_run_pipeline(hlo_pass_ctx *pc, hlo_module *m, const hlo_pipeline_options *opt);
+/* The simplification passes (one file each under passes/; see each file's comment).
+   hlo_pass_inline_calls and hlo_pass_dce adapt pass_inline_calls and pass_dce. */
+hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_tuple_simplify(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_algsimp(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_constant_fold(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_cse(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_layout_norm(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+/* The fusion passes (passes/fusion.c, sibling_fusion.c, epilogue_fusion.c). pipeline.c
+   redeclares one weak while its file is absent and then skips it, so it builds first. */
+hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_sibling_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
+/* ---- passes/fusion.c, fusion_util.c, sibling_fusion.c, epilogue_fusion.c, schedule.c -------
+   hlo_count_kernels (fusion.c): instructions of the entry that run as a kernel: fusions
+   and every other instruction except parameter, constant, tuple, get-tuple-element,
+   bitcast and reshape (the runtime aliases those).
+   fusion_util.c, the surgery shared by the fusion passes:
+   hlo_op_is_elementwise: unary/binary ops, select, clamp, compare, convert, copy,
+   same-width bitcast-convert, on arrays. hlo_transpose_is_real: a transpose that moves
+   data (not only size-1 dims). hlo_fusion_hero: the dot, else the first reduce, else the
+   first real transpose of a fused computation (NULL: none). hlo_fusion_relabel: kind from
+   the hero (dot kOutput, reduce kInput, else kLoop). hlo_shape_total_bytes: bytes of all
+   array leaves. hlo_fusion_make: replaces |ins| of |c| by a one-instruction fusion (in
+   its place, uses redirected; its fused computation goes before |c| in m->comps); NULL
+   (error set) on OOM. hlo_fusion_absorb: clones |producer| (plain, or a fusion with an
+   array root) into |fusion| in place of the parameter(s) that stood for it; the
+   producer's operands become operands of the fusion (distinct); |dup|: give the clones
+   fresh names (the producer stays in use elsewhere); the producer itself stays in |c|.
+   schedule.c: hlo_pass_schedule reorders the entry and the while/conditional
+   computations reached from it (a topological order) to lower peak live bytes: a greedy
+   list scheduler that runs the ready instruction freeing the most bytes. With a dump dir
+   it writes DUMP_DIR/schedule.txt (bytes before/after per computation).
+   hlo_schedule_comp: the same for one computation; *before / *after (may be NULL): peak
+   bytes (hlo_peak_live_bytes) before and after.
+   hlo_peak_live_bytes: arena bytes for the intermediate values of |c| in its text order:
+   one buffer per value-producing instruction (not parameters, constants, root outputs or
+   aliases: reshape, default-layout bitcast, tuple, get-tuple-element, opt-barrier),
+   live from its instruction to its last (alias-followed) use, placed first-fit, 64-byte
+   aligned. hlo_unshared_bytes: the same buffers' sum without reuse (one buffer per
+   instruction). */
+int hlo_count_kernels(const hlo_module *m);
+bool hlo_op_is_elementwise(const hlo_instr *ins);
+bool hlo_transpose_is_real(const hlo_instr *t);
+const hlo_instr *hlo_fusion_hero(const hlo_comp *fc);
+void hlo_fusion_relabel(hlo_instr *fusion);
+int64_t hlo_shape_total_bytes(const hlo_shape *s);
+hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins);
+hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup);
+hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_schedule_comp(hlo_comp *c, int64_t *before, int64_t *after);
+int64_t hlo_peak_live_bytes(const hlo_comp *c);
+int64_t hlo_unshared_bytes(const hlo_comp *c);
+
+/* ---- runtime/buffer_assign.c: where every value of one computation lives ---------------
+   Values are the array leaves of the computation's instructions (tuple shapes flattened
+   depth first). Each leaf maps to a storage group; aliases (tuple, get-tuple-element,
+   reshape, default-layout bitcast, opt-barrier) share their operand's group, an in-place
+   dynamic-update-slice shares its operand 0's. A group lives in the caller's input buffer
+   (a parameter leaf), the caller's output buffer (a root leaf written by a kernel), a
+   constant, or one 64-byte aligned slot of the arena, reused first-fit once its last user
+   has run (liveness over the text order). */
+typedef enum { BA_NONE, BA_PARAM, BA_OUTPUT, BA_CONST, BA_ARENA } ba_where;
+typedef struct ba_loc {
+  ba_where where;
+  int64_t index;            /* PARAM: flattened input leaf; OUTPUT: output leaf;
+                               CONST: constant leaf (ba_plan.consts); ARENA: byte offset */
+  int64_t bytes;
+} ba_loc;
+typedef struct ba_const {   /* a constant leaf the runtime must provide */
+  const hlo_instr *ins;
+  const hlo_literal *lit;   /* the array literal of this leaf */
+} ba_const;
+typedef struct ba_copy {    /* a root leaf that needs a copy into the output buffer */
+  int out;                  /* output leaf */
+  ba_loc src;
+} ba_copy;
+typedef struct ba_plan {
+  const hlo_comp *comp;
+  /* per instruction (index = position in comp->instrs): its leaves' locations */
+  ba_loc **leaves;          /* stb_ds array of stb_ds arrays */
+  bool *dus_inplace;        /* per instruction: a fusion updating its operand 0 in place */
+  int64_t *scratch;         /* per instruction: arena offset of its scratch, -1 if none */
+  ba_const *consts;         /* stb_ds */
+  ba_copy *copies;          /* stb_ds: root leaves copied at the end */
+  int nin, nout;            /* flattened parameter leaves, root leaves */
+  int64_t arena_bytes;      /* peak */
+  int64_t values_bytes;     /* sum of arena values without reuse (for the dump) */
+} ba_plan;
+/* |scratch_bytes| (may be NULL): per instruction (comp->instrs order) bytes of scratch
+   it needs while it runs (the while thunk's next state). *out is filled; free it with
+   ba_plan_free. */
+hj_status ba_assign(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_bytes, ba_plan *out);
+void ba_plan_free(ba_plan *p);
+void ba_plan_print(const ba_plan *p, char **sb);   /* appends the text form */
+const char *ba_where_name(ba_where w);
+int ba_instr_pos(const ba_plan *p, const hlo_instr *ins);   /* index in comp->instrs, -1 */
+
+/* ---- backends/cpu/cpu_backend.c: the CPU backend as api.c sees it ----------------------
+   cpu_backend_compile: clones |m| and compiles the copy (the executable does not keep |m|).
+   cpu_backend_run: |in| / |out| are the flattened leaves' host pointers (outputs must not
+   alias inputs; the caller sees to it). One run at a time per executable. */
+typedef struct cpu_exec cpu_exec;
+hj_status cpu_backend_compile(hj_ctx_t *ctx, const hlo_module *m, cpu_exec **out);
+hj_status cpu_backend_run(cpu_exec *x, void *const *in, int nin, void *const *out, int nout);
+void cpu_backend_exec_free(cpu_exec *x);
+void cpu_backend_stats(const cpu_exec *x, hj_exec_stats_t *s);
+void cpu_backend_ctx_free(hj_ctx_t *ctx);           /* the JIT and pool of ctx->cpu_backend */
+
 /* ---- npy.c: NumPy .npy files ------------------------------------------------------------ */
 hj_status hlo_npy_read(hj_ctx_t *ctx, const char *path, hlo_literal **out);
 hj_status hlo_npy_write(hj_ctx_t *ctx, const char *path, const hlo_literal *l);
@@ -614,5 +844,12 @@ hlo_comp *hj__comp_new(hlo_module *m, const char *name);
 /* api.c: a copy of the graph's module with its computations in callee-first order and
    the entry last (root: the single output or a tuple of outputs). */
 hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
+
+/* ---- passes/dot_canon.c ------------------------------------------------------------------
+   Rewrites every dot of every computation into the matmul emitter's form: lhs [B,M,K] or
+   [M,K] (contracting = last), rhs [B,K,N]/[K,N] or, when that avoids a physical transpose,
+   [B,N,K]/[N,K]; batch dims {0} or none; transposes/reshapes around it, and a reshape of the
+   [B,M,N] result back to the dot's shape. *changed: some dot was rewritten. */
+hj_status pass_dot_canonicalize(hlo_module *m, bool *changed);
 
 #endif /* HLOJIT_INTERNAL_H */

@@ -2,7 +2,7 @@
 
      hlojit print MODULE.hlo
      hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
-                           [--random-inputs SEED] [--out DIR]
+                           [--random-inputs SEED] [--out DIR] [--stats]
 
    It is a client of the public API only (hlojit.h): parse with hj_module_parse_file, compile
    with hj_compile_module, run with hj_exec_run, .npy through hj_buffer_read_npy and
@@ -16,7 +16,7 @@
 
    Output: one summary line per output, `out0 f32[2,3] min=.. max=.. mean=.. first=[...]`
    (min/max skip NaNs; a `nan=K` field appears when there are any), and DIR/outK.npy with
-   --out. Exit status 0 on success, 1 on any error, with the library's message on stderr. */
+   --out. --stats prints what the compiler made of the module on stderr (hj_exec_stats). Exit status 0 on success, 1 on any error, with the library's message on stderr. */
 #include "hlojit.h"
 #include <errno.h>
 #include <math.h>
@@ -31,11 +31,14 @@
 
 static const char cli_usage[] =
   "usage: hlojit print MODULE.hlo\n"
+  "       hlojit opt MODULE.hlo\n"
   "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
-  "                             [--random-inputs SEED] [--out DIR]\n"
+  "                             [--random-inputs SEED] [--out DIR] [--stats]\n"
   "       hlojit --help | --version\n"
   "\n"
   "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
+  "opt    run the HLO pass pipeline (simplification, fusion, scheduling) on MODULE.hlo\n"
+  "       and print the optimised module.\n"
   "run    run MODULE.hlo's entry computation and print one line per output:\n"
   "         out0 f32[2,3] min=.. max=.. mean=.. first=[...]\n"
   "       --input FILE.npy      one per flattened entry parameter (tuples expanded depth\n"
@@ -44,6 +47,8 @@ static const char cli_usage[] =
   "                             in [-1,1), signed ints in [-8,8), unsigned in [0,16), pred 0/1\n"
   "       --backend B           interp (reference evaluator), cpu, cuda, or auto (default)\n"
   "       --out DIR             also write DIR/out0.npy, DIR/out1.npy, ...\n"
+  "       --stats               print the backend, kernels by kind, evaluator fallbacks,\n"
+  "                             arena bytes and compile time on stderr\n"
   "Exit status: 0 on success, 1 on any error (message on stderr).\n";
 
 typedef struct {
@@ -54,6 +59,7 @@ typedef struct {
   uint64_t seed;
   const char *out_dir;
   hj_backend_t backend;
+  bool stats;
 } cli_run_args;
 
 static int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -199,6 +205,22 @@ static void cli_fill_random(hj_dtype_t t, void *p, int64_t n, uint64_t seed, int
 
 /* ---- run ---------------------------------------------------------------------------------- */
 
+static void cli_print_stats(const hj_exec_t *e) {
+  static const char *names[] = { "auto", "interp", "cpu", "cuda" };
+  hj_exec_stats_t s;
+  if (hj_exec_stats(e, &s) != HJ_OK) return;
+  fprintf(stderr, "stats: backend=%s compile_ms=%.2f fusions=%d kernels: loop=%d reduction=%d "
+          "transpose=%d matmul=%d dus=%d evaluator_fallbacks=%d (runtime_ops=%d emit_errors=%d) "
+          "copies=%d arena_bytes=%lld\n", (unsigned)s.backend < 4 ? names[s.backend] : "?",
+          s.compile_ms, s.fusions, s.kernels_loop, s.kernels_reduction, s.kernels_transpose,
+          s.kernels_matmul, s.kernels_dus, s.evaluator_fallbacks, s.runtime_ops, s.emit_errors,
+          s.copies, (long long)s.arena_bytes);
+  if (s.backend == HJ_BACKEND_CPU)
+    fprintf(stderr, "stats: compile_ms: passes+plan=%.2f emit=%.2f optimize=%.2f codegen=%.2f\n",
+            s.passes_ms, s.emit_ms, s.optimize_ms, s.codegen_ms);
+  if (s.note && *s.note) fprintf(stderr, "stats: note: %s\n", s.note);
+}
+
 static bool cli_shape_eq(hj_shape_t a, hj_shape_t b) {
   if (a.rank != b.rank) return false;
   for (int i = 0; i < a.rank; i++)
@@ -277,6 +299,7 @@ static int cli_run_module(hj_ctx_t *ctx, hj_module_t *m, const cli_run_args *a) 
     cli_lib_fail(ctx, st);
     goto done;
   }
+  if (a->stats) cli_print_stats(e);
   for (int k = 0; k < nout; k++) cli_summary(k, out[k]);
   rc = a->out_dir ? cli_write_outputs(ctx, out, nout, a->out_dir) : 0;
 done:
@@ -317,6 +340,8 @@ static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
         if (errno || end == v || *end) err = cli_fail("--random-inputs: bad seed '%s'", v);
         a->random = true;
       }
+    } else if (!strcmp(argv[i], "--stats")) {
+      a->stats = true;
     } else if (cli_opt(argc, argv, &i, "--out", &v, &err)) {
       a->out_dir = v;
     } else if (cli_opt(argc, argv, &i, "--backend", &v, &err)) {
@@ -340,7 +365,9 @@ static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
   return 0;
 }
 
-static int cli_with_module(const char *path, hj_backend_t backend, const cli_run_args *run) {
+/* print (optimize false) / opt (true) when |run| is NULL; else run. */
+static int cli_with_module(const char *path, hj_backend_t backend, const cli_run_args *run,
+                           bool optimize) {
   hj_ctx_options_t opt;
   hj_ctx_options_init(&opt);
   opt.backend = backend;
@@ -355,7 +382,8 @@ static int cli_with_module(const char *path, hj_backend_t backend, const cli_run
     rc = cli_run_module(ctx, m, run);
   } else {
     char *text = NULL;
-    if ((st = hj_module_print(m, &text))) cli_lib_fail(ctx, st);
+    if (optimize && (st = hj_module_optimize(m))) cli_lib_fail(ctx, st);
+    else if ((st = hj_module_print(m, &text))) cli_lib_fail(ctx, st);
     else rc = fputs(text, stdout) < 0 || fflush(stdout) != 0;
     free(text);
   }
@@ -380,12 +408,16 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "print")) {
     if (argc != 3 || argv[2][0] == '-') return cli_fail("usage: hlojit print MODULE.hlo");
-    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL);
+    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, false);
+  }
+  if (!strcmp(cmd, "opt")) {
+    if (argc != 3 || argv[2][0] == '-') return cli_fail("usage: hlojit opt MODULE.hlo");
+    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, true);
   }
   if (!strcmp(cmd, "run")) {
     static cli_run_args a;  /* static: the input table is large */
     int err = cli_parse_run(argc, argv, &a);
-    return err ? err : cli_with_module(a.module, a.backend, &a);
+    return err ? err : cli_with_module(a.module, a.backend, &a, false);
   }
   return cli_fail("unknown command '%s' (see hlojit --help)", cmd);
 }

@@ -10,5 +10,7 @@
 LLVM_CONFIG ?= llvm-config-19
 
 CPU_SRC    += backends/cpu/cpu_jit.c backends/cpu/threadpool.c
+# Every other backend file too (cpu_backend.c, cpu_matmul.c, ...), each once.
+CPU_SRC    := $(sort $(CPU_SRC) $(wildcard backends/cpu/*.c))
 CPU_CFLAGS += -I$(shell $(LLVM_CONFIG) --includedir)
 CPU_LDLIBS += $(shell $(LLVM_CONFIG) --ldflags) $(shell $(LLVM_CONFIG) --libs)

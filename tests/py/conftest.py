@@ -4,6 +4,9 @@ The tests drive the command-line tool (build/hlojit, and build/asan/hlojit, the
 ASan+UBSan build, for the hostile-input tests) and compare what it writes with
 references the project did not compute: XLA's golden literals, JAX's outputs, NumPy.
 
+HLOJIT_BACKEND (interp by default) picks the backend of the suites that run modules
+(golden, JAX fixtures, round trip, ops).
+
 The XLA corpus lives outside the repository, in ../shared/hlo-corpus next to the
 repo root (or wherever $HLOJIT_CORPUS points); tests that need it are skipped,
 saying so, when it is absent.
@@ -20,6 +23,9 @@ BUILD = REPO / "build"
 HLOJIT = BUILD / "hlojit"
 HLOJIT_ASAN = BUILD / "asan" / "hlojit"
 JAX_FIXTURES = REPO / "tests" / "fixtures" / "jax"
+# The backend the conformance suites run on (`make test-py-cpu` sets cpu): interp (the
+# reference evaluator, the default), cpu, or auto.
+BACKEND = os.environ.get("HLOJIT_BACKEND", "interp")
 
 # Sanitizer reports must fail the process and be recognisable in stderr.
 SAN_ENV = {

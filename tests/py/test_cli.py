@@ -103,10 +103,21 @@ def test_wrong_input_shape_and_dtype(hlojit, tmp_path):
     assert r.returncode == 1 and "s32[2,3]" in r.stderr, r.stderr
 
 
-def test_cpu_backend_unsupported(hlojit, tmp_path):
-    r = hlojit("run", module(tmp_path, ADD), "--random-inputs", "1", "--backend", "cpu")
+def test_cpu_backend_and_stats(hlojit, tmp_path):
+    p = module(tmp_path, ADD)
+    r = hlojit("run", p, "--random-inputs", "1", "--backend", "cpu", "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "stats: backend=cpu" in r.stderr and "fusions=1" in r.stderr, r.stderr
+    ref = hlojit("run", p, "--random-inputs", "1", "--backend", "interp")
+    assert ref.returncode == 0 and r.stdout == ref.stdout, (r.stdout, ref.stdout)
+    r = hlojit("run", p, "--random-inputs", "1", "--stats")     # auto: the CPU backend
+    assert r.returncode == 0 and "stats: backend=cpu" in r.stderr, r.stderr
+
+
+def test_cuda_backend_unsupported(hlojit, tmp_path):
+    r = hlojit("run", module(tmp_path, ADD), "--random-inputs", "1", "--backend", "cuda")
     assert r.returncode == 1
-    assert "cpu" in r.stderr.lower() and re.search(r"not|unsupported", r.stderr, re.I), r.stderr
+    assert "cuda" in r.stderr.lower() and re.search(r"not|unsupported", r.stderr, re.I), r.stderr
 
 
 def test_bad_options(hlojit, tmp_path):

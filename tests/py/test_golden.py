@@ -13,7 +13,7 @@ parser of XLA's C-brace literals:
 
 Parameter numbers and the types that the header leaves out (a conditional's selector,
 the expected array of a conditional) come from the module's ENTRY computation. Each case
-runs `hlojit run --backend interp` and compares exactly (integers, pred) or within 1e-6
+runs `hlojit run --backend $HLOJIT_BACKEND` (interp by default) and compares exactly (integers, pred) or within 1e-6
 (floats). Every golden module must yield at least one case.
 """
 
@@ -22,7 +22,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import corpus_dir, corpus_skip_reason
+from conftest import BACKEND, corpus_dir, corpus_skip_reason
 
 DTYPES = {"pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32,
           "s64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
@@ -212,7 +212,7 @@ def test_literal_parser():
 
 @pytest.mark.parametrize("module,inputs,expected", CASES)
 def test_golden(module, inputs, expected, hlojit, tmp_path):
-    args = ["run", module, "--backend", "interp", "--out", tmp_path / "out"]
+    args = ["run", module, "--backend", BACKEND, "--out", tmp_path / "out"]
     for k, a in enumerate(inputs):
         p = tmp_path / f"in{k}.npy"
         np.save(p, a)

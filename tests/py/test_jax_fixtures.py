@@ -2,7 +2,7 @@
 (tests/fixtures/jax, made by tests/gen/gen_jax_fixtures.py; MANIFEST.txt lists
 `NAME nin nout`).
 
-Each fixture runs as `hlojit run NAME.hlo --backend interp --input NAME.in0.npy ...
+Each fixture runs as `hlojit run NAME.hlo --backend $HLOJIT_BACKEND (interp) --input NAME.in0.npy ...
 --out DIR`, and every DIR/outK.npy is compared with NAME.outK.npy:
   - integers and pred: exactly;
   - f32 (and f64): |got - want| <= 1e-5 * |want| + 1e-6 elementwise — a relative
@@ -17,7 +17,7 @@ On failure the message lists every output's max abs and max rel error.
 import numpy as np
 import pytest
 
-from conftest import JAX_FIXTURES
+from conftest import BACKEND, JAX_FIXTURES
 
 TOL = {  # dtype -> (rtol, atol)
     np.dtype(np.float64): (1e-5, 1e-6),
@@ -83,7 +83,7 @@ def test_compare_catches_errors():
 
 @pytest.mark.parametrize("name,nin,nout", FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_jax_fixture(name, nin, nout, hlojit, tmp_path):
-    args = ["run", JAX_FIXTURES / f"{name}.hlo", "--backend", "interp", "--out", tmp_path]
+    args = ["run", JAX_FIXTURES / f"{name}.hlo", "--backend", BACKEND, "--out", tmp_path]
     for k in range(nin):
         args += ["--input", JAX_FIXTURES / f"{name}.in{k}.npy"]
     r = hlojit(*args)

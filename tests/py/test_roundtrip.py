@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from conftest import JAX_FIXTURES, corpus_dir, corpus_skip_reason
+from conftest import BACKEND, JAX_FIXTURES, corpus_dir, corpus_skip_reason
 
 RUN_LIMIT = 5_000_000
 C128 = "gpu_tests_reduce_large_row_to_scalar_c128.hlo"
@@ -84,7 +84,7 @@ def test_run_original_vs_printed(path, hlojit, tmp_path):
         pytest.skip(f"{path.name}: {n} parameter elements > {RUN_LIMIT}, too slow for the evaluator")
     outs = []
     for tag, src in (("a", path), ("b", printed)):
-        r = hlojit("run", src, "--backend", "interp", "--random-inputs", "1",
+        r = hlojit("run", src, "--backend", BACKEND, "--random-inputs", "1",
                    "--out", tmp_path / tag)
         assert r.returncode == 0, f"run of {tag}={src.name} failed:\n{r.stderr}"
         outs.append(r.stdout)

@@ -1,0 +1,278 @@
+/* cpu_matmul.c — the CPU matmul driver: packing, cache blocking and threading around the
+   micro-kernels that emitters/matmul.c JITs (plan: emitters/matmul_plan.h).
+
+   Vocabulary: C[b] (M x N) = A[b] (M x K) @ B[b] (K x N, or N x K when rhs_transposed).
+
+   Loops, per work unit (a batch, a range of rows [m0,m1) and of columns [n0,n1)), in the
+   GotoBLAS/BLIS order with the roles of A and B mirrored because C is row-major and the
+   kernel vectorises along N:
+     for ic in [m0,m1) step mc          A block (mc x kc) packed in mr-row panels
+       for pc in [0,K) step kc          (K blocks in increasing order: fixed sums)
+         pack A block
+         for jc in [n0,n1) step nc      B block (kc x nc) packed in nr-column panels, in L2
+           pack B block
+           for ir step mr               A panel (kc x mr) stays in L1
+             for jr step nr             B panel streams from L2
+               ukr(kc, Apanel, Bpanel, C tile, ldc = N, accumulate = pc > 0)
+   Edges: rows M % mr use ukr[1] (emitted for exactly that count); a tile narrower than nr
+   goes through a small per-thread tile buffer (the packed B panel is zero-padded).
+
+   Threads: one tp_parallel_for per matmul (no barriers inside): the units are the batches
+   times |parts|, a split of N into nr-aligned ranges when N is wide enough (each thread packs
+   its own B columns and all of A), else of M into mr-aligned ranges. Every unit packs into
+   its thread's slice of the scratch. Each C element is one fma chain per K block, the blocks
+   added in order, whatever the split: results are bitwise independent of the thread count.
+
+   M = 1 (decode) uses the plan's gemv: B is streamed once, split over N across threads.
+   Epilogue (plan->epi, a fused bias/GELU/residual...): applied in place to each mr-row strip
+   of a B block right after its last K block, row by row ([begin, end) within one row).
+   Example: M = 64, K = 768, N = 2304, 2 threads, mr = 8, nr = 48: parts = 2 ranges of 24
+   panels (1152 columns); each thread packs A (64 x 384) twice (pc = 0, 384) and its B block
+   (384 x 528) ... and runs 8 x 11 kernels per B block. */
+#include "cpu_matmul.h"
+#include "../../hlojit_impl/emitters/matmul_plan.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define CMM_ALIGN(x) (((x) + 63) & ~(size_t)63)
+
+hj_status cpu_matmul_prepare(cpu_jit *j, struct emit_matmul_plan *p) {
+  void *a;
+  hj_status st;
+  for (int i = 0; i < 2; i++) {
+    p->ukr[i] = NULL;
+    if (!p->ukr_name[i][0]) continue;
+    if ((st = cpu_jit_lookup(j, p->ukr_name[i], &a))) return st;
+    p->ukr[i] = (emm_ukr_fn)a;
+  }
+  p->gemv = NULL;
+  if (p->gemv_name[0]) {
+    if ((st = cpu_jit_lookup(j, p->gemv_name, &a))) return st;
+    p->gemv = (emm_gemv_fn)a;
+  }
+  p->epi = NULL;
+  if (p->epi_name[0]) {
+    if ((st = cpu_jit_lookup(j, p->epi_name, &a))) return st;
+    p->epi = (emm_epi_fn)a;
+  }
+  return HJ_OK;
+}
+
+static size_t cmm_a_bytes(const struct emit_matmul_plan *p) { return CMM_ALIGN((size_t)(p->mc * p->kc) * 4); }
+static size_t cmm_b_bytes(const struct emit_matmul_plan *p) {
+  return CMM_ALIGN((size_t)(p->kc * ((p->nc + p->nr - 1) / p->nr * p->nr)) * 4);
+}
+static size_t cmm_per_thread(const struct emit_matmul_plan *p) {
+  if (p->use_gemv) return 0;
+  return cmm_a_bytes(p) + cmm_b_bytes(p) + CMM_ALIGN((size_t)(p->mr * p->nr) * 4);
+}
+
+size_t cpu_matmul_scratch_bytes(const struct emit_matmul_plan *p, int nthreads) {
+  return cmm_per_thread(p) * (size_t)(nthreads < 1 ? 1 : nthreads);
+}
+
+void cpu_matmul_plan_free(struct emit_matmul_plan *p) { emit_matmul_plan_free(p); }
+
+/* ---- packing ------------------------------------------------------------------------------- */
+
+/* A[ic.., pc..] (row stride lda) -> mr-row panels, k-major: dst[panel][k*mr + i]. */
+static void cmm_pack_a(float *dst, const float *a, int64_t lda, int64_t mcur, int64_t kcur, int mr) {
+  for (int64_t ir = 0; ir < mcur; ir += mr) {
+    float *d = dst + ir * kcur;
+    int64_t rows = mcur - ir < mr ? mcur - ir : mr;
+    for (int64_t i = 0; i < rows; i++) {
+      const float *s = a + (ir + i) * lda;
+      for (int64_t k = 0; k < kcur; k++) d[k * mr + i] = s[k];
+    }
+    for (int64_t i = rows; i < mr; i++)
+      for (int64_t k = 0; k < kcur; k++) d[k * mr + i] = 0;
+  }
+}
+
+/* B block -> nr-column panels, k-major: dst[panel][k*nr + j], zero beyond |ncur|.
+   |b| points at B[pc, jc] (normal, row stride ldb) or B[jc, pc] (transposed). Normal:
+   panel by panel, one memcpy per k (measured faster than row-at-a-time over all panels).
+   Transposed: 4 rows at a time through 4x4 SSE transposes (2x the scalar loop). */
+static void cmm_pack_b_normal(float *dst, const float *b, int64_t ldb, int64_t ncur, int64_t kcur,
+                              int nr) {
+  for (int64_t jr = 0; jr < ncur; jr += nr) {
+    float *d = dst + jr * kcur;
+    int64_t cols = ncur - jr < nr ? ncur - jr : nr;
+    for (int64_t k = 0; k < kcur; k++) {
+      memcpy(d + k * nr, b + k * ldb + jr, (size_t)cols * 4);
+      if (cols < nr) memset(d + k * nr + cols, 0, (size_t)(nr - cols) * 4);
+    }
+  }
+}
+
+static void cmm_pack_b_trans(float *dst, const float *b, int64_t ldb, int64_t ncur, int64_t kcur,
+                             int nr) {
+  for (int64_t jr = 0; jr < ncur; jr += nr) {
+    float *d = dst + jr * kcur;
+    int64_t cols = ncur - jr < nr ? ncur - jr : nr, j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      const float *s0 = b + (jr + j) * ldb, *s1 = s0 + ldb, *s2 = s1 + ldb, *s3 = s2 + ldb;
+      int64_t k = 0;
+#ifdef __SSE2__
+      for (; k + 4 <= kcur; k += 4) {
+        __m128 r0 = _mm_loadu_ps(s0 + k), r1 = _mm_loadu_ps(s1 + k);
+        __m128 r2 = _mm_loadu_ps(s2 + k), r3 = _mm_loadu_ps(s3 + k);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + k * nr + j, r0);
+        _mm_storeu_ps(d + (k + 1) * nr + j, r1);
+        _mm_storeu_ps(d + (k + 2) * nr + j, r2);
+        _mm_storeu_ps(d + (k + 3) * nr + j, r3);
+      }
+#endif
+      for (; k < kcur; k++) {
+        float *o = d + k * nr + j;
+        o[0] = s0[k], o[1] = s1[k], o[2] = s2[k], o[3] = s3[k];
+      }
+    }
+    for (; j < cols; j++) {
+      const float *s = b + (jr + j) * ldb;
+      for (int64_t k = 0; k < kcur; k++) d[k * nr + j] = s[k];
+    }
+    for (; j < nr; j++)
+      for (int64_t k = 0; k < kcur; k++) d[k * nr + j] = 0.0f;
+  }
+}
+
+/* ---- one unit of work ------------------------------------------------------------------------ */
+
+typedef struct cmm_job {
+  const struct emit_matmul_plan *p;
+  void **bufs;               /* the kernel's buffers (for the epilogue) */
+  const float *a, *b;
+  float *c;
+  char *scratch;
+  size_t per_thread;
+  int parts;                 /* units per batch */
+  bool split_n;              /* parts split N (else M) */
+  int chunks;                /* tp chunks over the units (to find this thread's scratch) */
+  int64_t nunits;
+} cmm_job;
+
+/* The tile at (ir, jr) of C (|rows| x |cols|): straight into C when full, else via |tile|. */
+static void cmm_tile(const struct emit_matmul_plan *p, const float *ap, const float *bp,
+                     float *c, int64_t ldc, int64_t kcur, int64_t rows, int64_t cols,
+                     bool acc, float *tile) {
+  emm_ukr_fn k = rows == p->mr ? p->ukr[0] : (rows == p->m_rem && p->ukr[1]) ? p->ukr[1] : p->ukr[0];
+  if (cols == p->nr && (rows == p->mr || k == p->ukr[1])) {
+    k(kcur, ap, bp, c, ldc, acc);
+    return;
+  }
+  if (acc)
+    for (int64_t i = 0; i < rows; i++) memcpy(tile + i * p->nr, c + i * ldc, (size_t)cols * 4);
+  k(kcur, ap, bp, tile, p->nr, acc);
+  for (int64_t i = 0; i < rows; i++) memcpy(c + i * ldc, tile + i * p->nr, (size_t)cols * 4);
+}
+
+static void cmm_gemm_unit(const cmm_job *J, char *scr, int64_t bi, int64_t m0, int64_t m1,
+                          int64_t n0, int64_t n1) {
+  const struct emit_matmul_plan *p = J->p;
+  int64_t M = p->M, N = p->N, K = p->K;
+  float *ap = (float *)scr, *bp = (float *)(scr + cmm_a_bytes(p));
+  float *tile = (float *)(scr + cmm_a_bytes(p) + cmm_b_bytes(p));
+  const float *A = J->a + bi * M * K, *Bm = J->b + bi * N * K;
+  float *C = J->c + bi * M * N;
+  for (int64_t ic = m0; ic < m1; ic += p->mc) {
+    int64_t mcur = m1 - ic < p->mc ? m1 - ic : p->mc;
+    for (int64_t pc = 0; pc < K; pc += p->kc) {
+      int64_t kcur = K - pc < p->kc ? K - pc : p->kc;
+      cmm_pack_a(ap, A + ic * K + pc, K, mcur, kcur, p->mr);
+      for (int64_t jc = n0; jc < n1; jc += p->nc) {
+        int64_t ncur = n1 - jc < p->nc ? n1 - jc : p->nc;
+        const float *bsrc = p->rhs_transposed ? Bm + jc * K + pc : Bm + pc * N + jc;
+        if (p->rhs_transposed) cmm_pack_b_trans(bp, bsrc, K, ncur, kcur, p->nr);
+        else cmm_pack_b_normal(bp, bsrc, N, ncur, kcur, p->nr);
+        for (int64_t ir = 0; ir < mcur; ir += p->mr) {
+          int64_t rows = mcur - ir < p->mr ? mcur - ir : p->mr;
+          for (int64_t jr = 0; jr < ncur; jr += p->nr) {
+            int64_t cols = ncur - jr < p->nr ? ncur - jr : p->nr;
+            cmm_tile(p, ap + ir * kcur, bp + jr * kcur, C + (ic + ir) * N + jc + jr, N, kcur,
+                     rows, cols, pc > 0, tile);
+          }
+          if (p->epi && pc + kcur == K)   /* the strip is final: epilogue while it is hot */
+            for (int64_t i = 0; i < rows; i++) {
+              int64_t o = (bi * M + ic + ir + i) * N + jc;
+              p->epi(J->bufs, o, o + ncur);
+            }
+        }
+      }
+    }
+  }
+}
+
+/* [lo, hi) of part |q| of |parts| over |n| items in aligned groups of |al|. */
+static void cmm_part(int64_t n, int64_t al, int q, int parts, int64_t *lo, int64_t *hi) {
+  int64_t g = (n + al - 1) / al;
+  *lo = g * q / parts * al;
+  *hi = g * (q + 1) / parts * al;
+  if (*lo > n) *lo = n;
+  if (*hi > n) *hi = n;
+}
+
+static void cmm_task(void *user, int64_t begin, int64_t end) {
+  const cmm_job *J = user;
+  const struct emit_matmul_plan *p = J->p;
+  int slot = 0;
+  for (int k = 0; k < J->chunks; k++) {
+    int64_t b0, e0;
+    tp_chunk_range(J->nunits, J->chunks, k, &b0, &e0);
+    if (b0 == begin) slot = k;
+  }
+  char *scr = J->scratch + (size_t)slot * J->per_thread;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t bi = u / J->parts;
+    int q = (int)(u % J->parts);
+    if (p->use_gemv) {
+      int64_t lo, hi;
+      cmm_part(p->N, p->gemv_cols, q, J->parts, &lo, &hi);
+      if (hi <= lo) continue;
+      const float *x = J->a + bi * p->K, *Bm = J->b + bi * p->N * p->K;
+      float *y = J->c + bi * p->N;
+      if (p->rhs_transposed) p->gemv(p->K, x, Bm + lo * p->K, y + lo, p->K, hi - lo);
+      else p->gemv(p->K, x, Bm + lo, y + lo, p->N, hi - lo);
+      if (p->epi) p->epi(J->bufs, bi * p->N + lo, bi * p->N + hi);
+      continue;
+    }
+    int64_t m0 = 0, m1 = p->M, n0 = 0, n1 = p->N;
+    if (J->split_n) cmm_part(p->N, p->nr, q, J->parts, &n0, &n1);
+    else cmm_part(p->M, p->mr, q, J->parts, &m0, &m1);
+    if (m1 > m0 && n1 > n0) cmm_gemm_unit(J, scr, bi, m0, m1, n0, n1);
+  }
+}
+
+void cpu_matmul_run(const struct emit_matmul_plan *p, void **bufs, tp_pool *pool, void *scratch) {
+  cmm_job J = { .p = p, .bufs = bufs, .a = bufs[p->lhs_buf], .b = bufs[p->rhs_buf], .c = bufs[p->out_buf],
+                .scratch = scratch, .per_thread = cmm_per_thread(p) };
+  if (p->B * p->M * p->N == 0) return;
+  if (p->K == 0) {
+    memset(J.c, 0, (size_t)(p->B * p->M * p->N) * 4);
+    for (int64_t r = 0; p->epi && r < p->B * p->M; r++) p->epi(bufs, r * p->N, (r + 1) * p->N);
+    return;
+  }
+  int threads = pool ? tp_size(pool) : 1;
+  int want = p->B >= threads ? 1 : (int)((threads + p->B - 1) / p->B);
+  if (p->use_gemv) {
+    int64_t groups = (p->N + p->gemv_cols - 1) / p->gemv_cols;
+    J.parts = (int)(groups < want ? groups : want);
+  } else {
+    int64_t npan = (p->N + p->nr - 1) / p->nr, mpan = (p->M + p->mr - 1) / p->mr;
+    /* N when it gives every part at least 2 panels (each part packs all of A; cheap) */
+    J.split_n = npan >= 2 * want || npan >= mpan;
+    int64_t avail = J.split_n ? npan : mpan;
+    J.parts = (int)(avail < want ? avail : want);
+  }
+  if (J.parts < 1) J.parts = 1;
+  J.nunits = p->B * J.parts;
+  J.chunks = pool ? tp_chunks(pool, J.nunits, 1) : 1;
+  if (pool) tp_parallel_for(pool, J.nunits, 1, cmm_task, &J);
+  else cmm_task(&J, 0, J.nunits);
+}
+
+#undef CMM_ALIGN

@@ -1,0 +1,175 @@
+/* emit.h — the target-independent emitters: one fusion -> one kernel in LLVM IR (LLVM-C
+   core API only; no target headers). Shared by backends/cpu and, later, backends/cuda: only
+   the thread mapping (emit_target) and a few hooks differ per target.
+
+   Kept out of internal.h so that the IR, parser and evaluator build without LLVM.
+
+   Vocabulary
+   - A *fusion* is an HLO fusion instruction; its fused computation (calls[0]) is what is
+     emitted. Before the fusion pass exists, every instruction is wrapped into a single-op
+     fusion (passes/wrap_fusions.c), so emitters only ever see fusions.
+   - The *hero* decides the emitter (emitter.c, emit_classify): dot -> matmul, reduce ->
+     reduction, a real transpose at the root -> transpose, dynamic-update-slice whose
+     operand buffer may be updated in place -> dus, sort/scatter/reduce-window/while/... ->
+     runtime (no kernel: the runtime runs the evaluator or a library routine), else loop.
+   - Buffers are dense, row-major in logical order (layouts are ignored except by bitcast,
+     exactly like the evaluator).
+
+   Kernel ABI (loop, reduction, transpose, dus kernels):
+       void NAME(void **bufs, int64_t begin, int64_t end);
+   bufs = the fusion's operand buffers in operand order (= fused parameter numbers), then its
+   output buffers (the leaves of the fusion's shape, depth first). [begin, end) is a range of
+   the kernel's parallel dimension (emit_kernel.parallel_n): the runtime splits it over the
+   thread pool; any split must give bitwise-identical results (determinism). A kernel never
+   reads an output buffer before writing it and no output aliases an input (so parameters are
+   noalias), except the dus kernel, whose output 0 *is* operand 0 (updated in place).
+
+   Elemental emission: emit_elemental(f, ins, idx) returns the value of |ins| at multi-index
+   |idx| (i64 values), in the compute type (emit_compute_type). It emits straight-line code in
+   the current block: no branches, so cached values dominate later uses in the same block.
+   Out-of-bounds loads are never emitted: concatenate/pad/dynamic-update-slice/gather select
+   between values loaded at clamped, in-bounds indices. Code that opens loops or blocks must
+   call emit_cache_clear() when it moves to a block that the cached values do not dominate. */
+#ifndef HLOJIT_EMIT_H
+#define HLOJIT_EMIT_H
+
+#include "../internal.h"
+#include <llvm-c/Core.h>
+
+/* ---- module-wide state ------------------------------------------------------------------ */
+typedef struct emit_target {
+  bool gpu;            /* false: host CPU */
+  int vector_bytes;    /* preferred vector register size: 64 (AVX-512), 32 (AVX2), 16 */
+  bool has_fma;
+  bool has_f16c;       /* hardware half <-> float conversion */
+} emit_target;
+
+typedef struct emit_module {
+  hj_ctx_t *ctx;
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  emit_target target;
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr;
+} emit_module;
+
+/* Sets up types and a builder for |mod| (owned by the caller, as is |llctx|). */
+void emit_module_init(emit_module *em, hj_ctx_t *ctx, LLVMContextRef llctx, LLVMModuleRef mod,
+                      const emit_target *target);
+void emit_module_dispose(emit_module *em);   /* the builder only */
+
+/* ---- one kernel function ------------------------------------------------------------------ */
+typedef struct emit_index {
+  int rank;
+  LLVMValueRef v[HLO_MAX_RANK];   /* i64 */
+} emit_index;
+
+typedef struct emit_cache_entry emit_cache_entry;
+
+typedef struct emit_fn {
+  emit_module *em;
+  LLVMValueRef fn;                /* the inner function (noalias pointer params) */
+  const hlo_instr *fusion;
+  const hlo_comp *comp;           /* fusion->calls[0] */
+  LLVMValueRef params[64];        /* base pointer of each fused parameter, by number */
+  int nparams;
+  LLVMValueRef outs[64];          /* base pointer of each output leaf */
+  int nouts;
+  LLVMValueRef begin, end;        /* i64: the parallel range */
+  /* When set, emit_elemental returns |override_val| for |override_ins| instead of emitting
+     it: the matmul and reduction emitters compute their hero themselves and let the
+     elemental emitter produce the epilogue around it. */
+  const hlo_instr *override_ins;
+  LLVMValueRef override_val;
+  /* More such pairs, honoured the same way: the first |noverrides| entries (reduction.c's
+     row normalisation: every reduce of a row, once computed, for the ops that use it). */
+  const hlo_instr *override_ins2[8];
+  LLVMValueRef override_val2[8];
+  int noverrides;
+  emit_cache_entry *cache;        /* stb_ds array: (instr, index) -> value */
+  hj_status status;               /* first error (emit_fail); emitters check it at the end */
+} emit_fn;
+
+/* Creates `void NAME(ptr bufs, i64 begin, i64 end)` and an inner always-inline function
+   NAME.impl(ptr noalias p0..., ptr noalias out0..., i64 begin, i64 end) in which the caller
+   emits the body (builder positioned at its entry). |dus_inplace|: output 0 aliases operand
+   0, so neither gets noalias. */
+hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
+                            const hlo_instr *fusion, bool dus_inplace);
+hj_status emit_kernel_end(emit_fn *f);   /* `ret void`, frees the cache, returns f->status */
+
+/* Records the first error ("emit 'NAME': ...") and returns it; emission goes on with
+   placeholder values (LLVMGetUndef) so callers need not check every step. */
+hj_status emit_fail(emit_fn *f, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void emit_cache_clear(emit_fn *f);
+
+/* ---- types, loads, stores, indices ------------------------------------------------------ */
+/* Storage: pred/s8/u8 i8, s16/u16/bf16 i16, f16 half, s32/u32 i32, s64/u64 i64, f32, f64.
+   Compute: pred i1, ints their width, f16/bf16/f32 float, f64 double. */
+LLVMTypeRef emit_storage_type(emit_module *em, hlo_type t);
+LLVMTypeRef emit_compute_type(emit_module *em, hlo_type t);
+LLVMValueRef emit_load_elem(emit_fn *f, hlo_type t, LLVMValueRef base, LLVMValueRef linear);
+void emit_store_elem(emit_fn *f, hlo_type t, LLVMValueRef base, LLVMValueRef linear, LLVMValueRef v);
+LLVMValueRef emit_i64(emit_fn *f, int64_t v);
+LLVMValueRef emit_linear_index(emit_fn *f, const hlo_shape *s, const emit_index *idx);
+void emit_delinearize(emit_fn *f, const hlo_shape *s, LLVMValueRef linear, emit_index *out);
+
+/* A counted loop: iv runs begin, begin+step, ... < end. Between _begin and _end the builder
+   is in the body; after _end it is in the exit block. Clears the cache at both ends. */
+typedef struct emit_loop {
+  LLVMBasicBlockRef preheader, header, body, latch, exit;
+  LLVMValueRef iv, step;
+} emit_loop;
+void emit_loop_begin(emit_fn *f, emit_loop *l, LLVMValueRef begin, LLVMValueRef end,
+                     int64_t step, const char *name);
+void emit_loop_end(emit_fn *f, emit_loop *l);
+
+/* ---- elemental.c, elemental_index.c: scalar code for every op at an index --------------- */
+LLVMValueRef emit_elemental(emit_fn *f, const hlo_instr *ins, const emit_index *idx);
+/* Applies a scalar computation (reducer, comparator, map body) to |n| compute-type values;
+   writes its |nout| results (more than one for a tuple root). */
+void emit_scalar_call(emit_fn *f, const hlo_comp *c, LLVMValueRef *args, int n,
+                      LLVMValueRef *results, int nout);
+
+/* ---- emit_math.c: vectorisable math (polynomials, no libm calls for the hot functions) -- */
+/* |x| is float or double (or a vector of them). Accuracy is stated in emit_math.c. */
+LLVMValueRef emit_math_unary(emit_fn *f, hlo_opcode op, LLVMValueRef x);
+LLVMValueRef emit_math_binary(emit_fn *f, hlo_opcode op, LLVMValueRef a, LLVMValueRef b);
+
+/* ---- emitter.c: hero analysis and the one switch from kind to emitter ------------------- */
+typedef enum {
+  EMIT_KIND_LOOP, EMIT_KIND_REDUCTION, EMIT_KIND_TRANSPOSE, EMIT_KIND_MATMUL,
+  EMIT_KIND_DUS, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
+} emit_kind;
+const char *emit_kind_name(emit_kind k);
+/* The hero of |fusion| (its fused computation) and the emitter it calls for. |dus_inplace|
+   says whether the runtime can give a dynamic-update-slice its operand's buffer. */
+emit_kind emit_classify(const hlo_instr *fusion, bool dus_inplace, const hlo_instr **hero);
+
+struct emit_matmul_plan;   /* matmul.c / backends: how the runtime drives a matmul kernel */
+typedef struct emit_kernel {
+  char name[96];            /* the symbol of the kernel (ABI above) */
+  emit_kind kind;
+  int64_t parallel_n;       /* the runtime calls kernel(bufs, b, e) over [0, parallel_n) */
+  int64_t grain;            /* minimum iterations per chunk */
+  struct emit_matmul_plan *matmul;  /* EMIT_KIND_MATMUL: shapes, blocking, symbols (malloc'd) */
+} emit_kernel;
+/* Emits the kernel(s) of |fusion| into |em| under names starting with |name|.
+   HJ_ERR_UNSUPPORTED (with a message) when no emitter takes it: the runtime then falls back
+   to the evaluator for this fusion and counts it. */
+hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
+                      bool dus_inplace, emit_kernel *out);
+
+/* ---- loop.c, reduction.c, transpose.c, dus.c, matmul.c: the emitters -------------------- */
+hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char *name, emit_kernel *out);
+hj_status emit_reduction_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                                const char *name, emit_kernel *out);
+hj_status emit_transpose_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                                const char *name, emit_kernel *out);
+hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                          const char *name, emit_kernel *out);
+hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                             const char *name, emit_kernel *out);
+
+#endif /* HLOJIT_EMIT_H */

@@ -1,0 +1,82 @@
+/* emit_internal.h — private glue between the core emitter files (emit_core.c, elemental.c,
+   elemental_index.c, emit_math.c, loop.c, emitter.c). Not for the hero emitters written by
+   others: they use emit.h only. Every name here starts with emitp_.
+
+   The cache (emit_fn.cache) holds three kinds of entries, in an stb_ds array used as a stack:
+     value  — (instr, tuple element, index) -> the element's value;
+     linear — (dims, index) -> the row-major linear index of that multi-index, recorded by
+              emit_delinearize and the loop emitter so that emit_linear_index(dims, idx)
+              gives back the original linear value instead of re-multiplying (a reshape or
+              an elementwise read then costs nothing);
+     mark   — a scope start. Loops and scalar calls push a mark and pop back to it when
+              they end: values made inside are forgotten, values from before stay valid
+              (the blocks before a loop dominate everything after it);
+     dead   — cleared by emit_cache_clear (kept so that mark positions stay valid). */
+#ifndef HLOJIT_EMIT_INTERNAL_H
+#define HLOJIT_EMIT_INTERNAL_H
+
+#include "emit.h"
+
+typedef enum { EMITP_VALUE, EMITP_LINEAR, EMITP_MARK, EMITP_DEAD } emitp_entry_kind;
+
+struct emit_cache_entry {
+  emitp_entry_kind kind;
+  const hlo_instr *ins;           /* value */
+  int sub;                        /* value: tuple element (variadic reduce), else 0 */
+  emit_index idx;
+  int64_t dims[HLO_MAX_RANK];     /* linear: the shape's dims (rank = idx.rank) */
+  LLVMValueRef v;
+};
+
+/* ---- emit_core.c ----------------------------------------------------------------------- */
+LLVMValueRef emitp_cache_get(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx);
+void emitp_cache_put(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx,
+                     LLVMValueRef v);
+void emitp_linear_put(emit_fn *f, const hlo_shape *s, const emit_index *idx, LLVMValueRef lin);
+ptrdiff_t emitp_cache_mark(emit_fn *f);            /* pushes a mark; returns its position */
+void emitp_cache_pop(emit_fn *f, ptrdiff_t mark);  /* drops the mark and everything after */
+/* An alloca of |t| at the top of the current function's entry block (promoted by SROA). */
+LLVMValueRef emitp_entry_alloca(emit_fn *f, LLVMTypeRef t, const char *name);
+/* Declares (once) and calls llvm.NAME overloaded on |tys|; undef + emit_fail when LLVM
+   does not know the intrinsic. */
+LLVMValueRef emitp_intrinsic(emit_fn *f, const char *name, LLVMTypeRef *tys, int ntys,
+                             LLVMValueRef *args, int nargs);
+/* Calls the external scalar function |name| (registered in the JIT: libm) with |nargs|
+   arguments of |x|'s type; a vector |x| is split into lanes, one call per lane. */
+LLVMValueRef emitp_libcall(emit_fn *f, const char *name, LLVMValueRef *args, int nargs);
+/* A constant i64 / the zero index of rank |rank|. */
+void emitp_zero_index(emit_fn *f, int rank, emit_index *out);
+LLVMValueRef emitp_undef(emit_fn *f, const hlo_shape *s);  /* placeholder after a failure */
+
+/* ---- elemental.c ----------------------------------------------------------------------- */
+/* Rounds a compute value of type |t| to what |t| can hold (f16/bf16 to nearest even;
+   identity for the other types): every f16/bf16 op result goes through this, as the
+   evaluator stores each op's result. */
+LLVMValueRef emitp_round(emit_fn *f, hlo_type t, LLVMValueRef v);
+/* convert's semantics between compute values (eval_elem.c). */
+LLVMValueRef emitp_convert(emit_fn *f, LLVMValueRef v, hlo_type from, hlo_type to);
+/* An integer compute value of type |t| as i64, like hlo_evo_load_index (u64 saturates). */
+LLVMValueRef emitp_index_value(emit_fn *f, LLVMValueRef v, hlo_type t);
+/* Raw storage bits of a compute value (iN, N = 8 * size) and back. */
+LLVMValueRef emitp_to_bits(emit_fn *f, hlo_type t, LLVMValueRef v);
+LLVMValueRef emitp_from_bits(emit_fn *f, hlo_type t, LLVMValueRef bits);
+/* Operand |k| of |ins| at |idx|: the same index, or index 0 for a one-element operand. */
+LLVMValueRef emitp_operand(emit_fn *f, const hlo_instr *ins, int k, const emit_index *idx);
+
+/* ---- elemental_index.c ----------------------------------------------------------------- */
+/* The index-only and computing structural ops (iota broadcast reshape bitcast transpose
+   slice reverse pad concatenate dynamic-slice dynamic-update-slice gather reduce); NULL
+   when |ins| is none of them. */
+LLVMValueRef emitp_index_op(emit_fn *f, const hlo_instr *ins, const emit_index *idx);
+/* Element |sub| of a (variadic) reduce at |idx|. */
+LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx);
+
+/* ---- emit_math.c ----------------------------------------------------------------------- */
+bool emitp_math_handles(hlo_opcode op);            /* emit_math_unary/_binary take |op| */
+
+/* ---- loop.c ------------------------------------------------------------------------------ */
+/* The root leaves of fused computation |c| (depth first through root tuples), at most |max|;
+   -1 when there are more or a leaf is not an array instruction. */
+int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max);
+
+#endif

@@ -1,0 +1,554 @@
+/* matmul.c — the matmul emitter: for a fusion whose hero is a canonical dot
+   (passes/dot_canon.c) it JITs the register-blocked micro-kernels and fills the plan
+   (matmul_plan.h) that backends/cpu/cpu_matmul.c drives: packing, cache blocking and
+   threading live in the driver, the arithmetic lives here.
+
+   Accepted: dot(lhs [B,M,K] or [M,K], rhs [B,K,N]/[K,N] or [B,N,K]/[N,K]) with
+   lhs_contracting = {last}, rhs_contracting = {1 or 2} (rank 3) / {0 or 1} (rank 2), batch
+   dims {0} or none, all f32; each operand a fused parameter (or a reshape/bitcast of one:
+   dense row-major data is the same bytes); the fusion's root the dot (or a reshape/bitcast
+   of it), or an f32 epilogue around it (see below). Everything else — other element types,
+   operands computed inside the fusion, tuple roots — is HJ_ERR_UNSUPPORTED with a message,
+   and the runtime runs the fusion in the evaluator.
+   Epilogue (passes/epilogue_fusion.c makes these: bias add through a broadcast, scale,
+   GELU, residual add): every path from the dot to the root is elementwise ops and
+   reshapes/bitcasts keeping the dot's non-size-1 dims, and the root is f32. The dot is then
+   computed straight into the output buffer and a second kernel "NAME.epi" (kernel ABI of
+   emit.h, [begin, end) = a run of output elements inside one row of C) rewrites each
+   element in place as emit_elemental(root) with override_ins = dot, override_val = the
+   element. The driver calls it on each mr x nc strip right after its last K block, while
+   the strip is still in L1/L2.
+
+   Worked example: AVX-512 host (vw = 16 floats), lhs f32[64,768] x rhs f32[768,2304].
+   Plan: mr = 8, nr = 48 (3 vectors), kc = 384, nc = 528. ukr "NAME.ukr8" keeps 8 x 3 = 24 <16 x float>
+   accumulators in registers; per k it loads 3 vectors of the packed B panel (b + k*48),
+   broadcasts 8 floats of the packed A panel (a + k*8) and issues 24 fmas. At the end it
+   stores (first K block) or adds into C (later blocks): c + i*ldc + v*16. The driver packs
+   A (8-row panels, k-major) and B (48-column panels, k-major) so both streams are
+   contiguous, and calls ukr8 over the 8 x 48 tiles of C. M = 64 is 8 panels: no ukr for a
+   remainder (M % 8 = 0). For M = 1 the plan asks for gemv instead: per 128-column block,
+   8 accumulators, one fma chain down K per column (B streamed once). */
+#include "emit.h"
+#include "matmul_plan.h"
+#include <stdlib.h>
+
+/* ---- LLVM helpers -------------------------------------------------------------------------- */
+
+static LLVMValueRef emm_i64(emit_module *em, int64_t v) {
+  return LLVMConstInt(em->t_i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef emm_gep(emit_module *em, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildGEP2(em->b, em->t_f32, base, &off, 1, "");
+}
+
+static LLVMValueRef emm_load(emit_module *em, LLVMTypeRef t, LLVMValueRef p) {
+  LLVMValueRef v = LLVMBuildLoad2(em->b, t, p, "");
+  LLVMSetAlignment(v, 4);
+  return v;
+}
+
+static void emm_store(emit_module *em, LLVMValueRef v, LLVMValueRef p) {
+  LLVMSetAlignment(LLVMBuildStore(em->b, v, p), 4);
+}
+
+static LLVMValueRef emm_splat(emit_module *em, LLVMValueRef s, int vw) {
+  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
+  LLVMValueRef v = LLVMBuildInsertElement(em->b, LLVMGetPoison(vt), s,
+                                          LLVMConstInt(em->t_i32, 0, 0), "");
+  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(em->t_i32, (unsigned)vw));
+  return LLVMBuildShuffleVector(em->b, v, LLVMGetPoison(vt), mask, "");
+}
+
+/* a*b+c through llvm.fma (one rounding: the same bits scalar or vector). */
+static LLVMValueRef emm_fma(emit_module *em, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
+  LLVMValueRef args[3] = { a, b, c };
+  return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 3, "");
+}
+
+static void emm_attr(emit_module *em, LLVMValueRef fn, unsigned idx, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(em->llctx, kind, 0));
+}
+
+/* A function of type (i64, ptr, ptr, ptr, i64, i64) with noalias pointers, positioned at a
+   fresh entry block. Explicit 512-bit vectors must not be split by a 256-bit preference. */
+static LLVMValueRef emm_fn_begin(emit_module *em, const char *name, int vw) {
+  LLVMTypeRef ps[6] = { em->t_i64, em->t_ptr, em->t_ptr, em->t_ptr, em->t_i64, em->t_i64 };
+  LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(em->t_void, ps, 6, 0));
+  for (unsigned i = 2; i <= 4; i++) emm_attr(em, fn, i, "noalias");
+  emm_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind");
+  char w[16];
+  snprintf(w, sizeof w, "%d", vw * 32);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(em->llctx, "min-legal-vector-width", 22, w,
+                                                    (unsigned)strlen(w)));
+  LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->llctx, fn, "entry"));
+  return fn;
+}
+
+/* ---- the micro-kernel ------------------------------------------------------------------------ */
+
+#define EMM_MAX_ACC 32
+
+/* ukr with |rows| rows (A stride |mr|), nr = nv vectors of vw floats; see matmul_plan.h. */
+static void emm_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw) {
+  LLVMBuilderRef b = em->b;
+  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+  LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
+  LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
+  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
+  int nacc = rows * nv, nr = nv * vw;
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "k");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(em->llctx, fn, "done");
+  LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(em->llctx, fn, "add");
+  LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(em->llctx, fn, "put");
+  LLVMValueRef zero = LLVMConstNull(vt);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, kc, emm_i64(em, 0), ""), loop, done);
+
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, "k"), acc[EMM_MAX_ACC], nxt[EMM_MAX_ACC];
+  for (int i = 0; i < nacc; i++) acc[i] = LLVMBuildPhi(b, vt, "");
+  LLVMValueRef bv[8];
+  LLVMValueRef boff = LLVMBuildMul(b, k, emm_i64(em, nr), "");
+  for (int v = 0; v < nv; v++)
+    bv[v] = emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, boff, emm_i64(em, v * vw), "")));
+  LLVMValueRef aoff = LLVMBuildMul(b, k, emm_i64(em, mr), "");
+  for (int i = 0; i < rows; i++) {
+    LLVMValueRef as = emm_load(em, em->t_f32, emm_gep(em, pa, LLVMBuildAdd(b, aoff, emm_i64(em, i), "")));
+    LLVMValueRef av = emm_splat(em, as, vw);
+    for (int v = 0; v < nv; v++) nxt[i * nv + v] = emm_fma(em, av, bv[v], acc[i * nv + v]);
+  }
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emm_i64(em, 1), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, kc, ""), loop, done);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emm_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
+  for (int i = 0; i < nacc; i++)
+    LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
+
+  /* done: the final sums; then either C = acc or C = acc + C. */
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMValueRef fin[EMM_MAX_ACC];
+  for (int i = 0; i < nacc; i++) {
+    fin[i] = LLVMBuildPhi(b, vt, "");
+    LLVMAddIncoming(fin[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
+  }
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, accum, emm_i64(em, 0), ""), add, put);
+  for (int pass = 0; pass < 2; pass++) {
+    LLVMPositionBuilderAtEnd(b, pass ? add : put);
+    for (int i = 0; i < rows; i++) {
+      LLVMValueRef row = LLVMBuildMul(b, ldc, emm_i64(em, i), "");
+      for (int v = 0; v < nv; v++) {
+        LLVMValueRef p = emm_gep(em, pc, LLVMBuildAdd(b, row, emm_i64(em, v * vw), ""));
+        LLVMValueRef x = fin[i * nv + v];
+        if (pass) x = LLVMBuildFAdd(b, x, emm_load(em, vt, p), "");
+        emm_store(em, x, p);
+      }
+    }
+    LLVMBuildRetVoid(b);
+  }
+}
+
+/* ---- gemv (M = 1) ------------------------------------------------------------------------------ */
+
+/* y[j0 .. j0+nv*vw) for B normal: nv accumulators, one fma chain down K per column. Emits a
+   loop over K in the current block; leaves the builder after it. */
+static void emm_gemv_block(emit_module *em, LLVMValueRef fn, LLVMValueRef K, LLVMValueRef x,
+                           LLVMValueRef pb, LLVMValueRef ldb, LLVMValueRef py, LLVMValueRef j0,
+                           int nv, int vw) {
+  LLVMBuilderRef b = em->b;
+  LLVMTypeRef vt = vw > 1 ? LLVMVectorType(em->t_f32, (unsigned)vw) : em->t_f32;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "gk");
+  LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(em->llctx, fn, "gout");
+  LLVMValueRef zero = LLVMConstNull(vt);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K, emm_i64(em, 0), ""), loop, out);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, ""), acc[16], nxt[16];
+  for (int v = 0; v < nv; v++) acc[v] = LLVMBuildPhi(b, vt, "");
+  LLVMValueRef xs = emm_load(em, em->t_f32, emm_gep(em, x, k));
+  LLVMValueRef xv = vw > 1 ? emm_splat(em, xs, vw) : xs;
+  LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildMul(b, k, ldb, ""), j0, "");
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef bv = emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, row, emm_i64(em, v * vw), "")));
+    nxt[v] = emm_fma(em, xv, bv, acc[v]);
+  }
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emm_i64(em, 1), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K, ""), loop, out);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emm_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  for (int v = 0; v < nv; v++)
+    LLVMAddIncoming(acc[v], (LLVMValueRef[]){ zero, nxt[v] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  LLVMPositionBuilderAtEnd(b, out);
+  LLVMValueRef f[16];   /* phis first: they must head the block */
+  for (int v = 0; v < nv; v++) {
+    f[v] = LLVMBuildPhi(b, vt, "");
+    LLVMAddIncoming(f[v], (LLVMValueRef[]){ zero, nxt[v] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  }
+  for (int v = 0; v < nv; v++)
+    emm_store(em, f[v], emm_gep(em, py, LLVMBuildAdd(b, j0, emm_i64(em, v * vw), "")));
+}
+
+/* A counted loop j = |start|; j + step <= n; j += step around |body|; returns the j after. */
+typedef void (*emm_body_fn)(emit_module *em, LLVMValueRef fn, LLVMValueRef *args, LLVMValueRef j, int arg);
+static LLVMValueRef emm_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef start,
+                                  LLVMValueRef n, int64_t step, emm_body_fn body,
+                                  LLVMValueRef *args, int arg) {
+  LLVMBuilderRef b = em->b;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(em->llctx, fn, "jh");
+  LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(em->llctx, fn, "jb");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(em->llctx, fn, "jx");
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, head);
+  LLVMValueRef j = LLVMBuildPhi(b, em->t_i64, "j");
+  LLVMValueRef jn = LLVMBuildAdd(b, j, emm_i64(em, step), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, jn, n, ""), bodyb, exit);
+  LLVMPositionBuilderAtEnd(b, bodyb);
+  body(em, fn, args, j, arg);
+  LLVMBasicBlockRef last = LLVMGetInsertBlock(b);
+  LLVMBuildBr(b, head);
+  LLVMAddIncoming(j, (LLVMValueRef[]){ start, jn }, (LLVMBasicBlockRef[]){ pre, last }, 2);
+  LLVMPositionBuilderAtEnd(b, exit);
+  return j;
+}
+
+/* args: K, x, b, ldb, y */
+static void emm_gemv_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
+  int nv = arg >> 8, vw = arg & 255;
+  emm_gemv_block(em, fn, a[0], a[1], a[2], a[3], a[4], j, nv, vw);
+}
+
+static void emm_emit_gemv(emit_module *em, const char *name, int nv, int vw) {
+  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+  LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
+                        LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
+  LLVMValueRef n = LLVMGetParam(fn, 5);
+  /* wide blocks, then single vectors, then single columns: the same chain per column */
+  LLVMValueRef j = emm_step_loop(em, fn, emm_i64(em, 0), n, nv * vw, emm_gemv_body, a, nv << 8 | vw);
+  j = emm_step_loop(em, fn, j, n, vw, emm_gemv_body, a, 1 << 8 | vw);
+  emm_step_loop(em, fn, j, n, 1, emm_gemv_body, a, 1 << 8 | 1);
+  LLVMBuildRetVoid(em->b);
+}
+
+/* Horizontal sum of a <vw x float> by halves (a fixed tree). */
+static LLVMValueRef emm_hsum(emit_module *em, LLVMValueRef v, int vw) {
+  LLVMBuilderRef b = em->b;
+  for (int w = vw / 2; w >= 1; w /= 2) {
+    LLVMValueRef lo[16], hi[16];
+    for (int i = 0; i < w; i++) {
+      lo[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
+      hi[i] = LLVMConstInt(em->t_i32, (unsigned long long)(i + w), 0);
+    }
+    LLVMValueRef l, h;
+    if (w == 1) {
+      l = LLVMBuildExtractElement(b, v, lo[0], "");
+      h = LLVMBuildExtractElement(b, v, hi[0], "");
+    } else {
+      l = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(lo, (unsigned)w), "");
+      h = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(hi, (unsigned)w), "");
+    }
+    v = LLVMBuildFAdd(b, l, h, "");
+  }
+  return v;
+}
+
+/* y[j .. j+rows) for B transposed. Per row: two vector chains over k in steps of 2*vw
+   (lanes k mod 2vw), their sum, one more chain step per remaining full vector, the tree
+   sum, then the scalar tail in k order. Identical per row for any |rows|. */
+static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
+  LLVMBuilderRef b = em->b;
+  int rows = arg >> 8, vw = arg & 255;
+  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
+  LLVMValueRef K = a[0], x = a[1], pb = a[2], ldb = a[3], py = a[4];
+  LLVMValueRef base[8];
+  for (int r = 0; r < rows; r++)
+    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emm_i64(em, r), ""), ldb, "");
+  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emm_i64(em, 2 * vw), ""), emm_i64(em, 2 * vw), "");
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "tk");
+  LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(em->llctx, fn, "tout");
+  LLVMValueRef zero = LLVMConstNull(vt);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emm_i64(em, 0), ""), loop, out);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, ""), acc[16], nxt[16];
+  for (int i = 0; i < 2 * rows; i++) acc[i] = LLVMBuildPhi(b, vt, "");
+  for (int u = 0; u < 2; u++) {
+    LLVMValueRef ku = LLVMBuildAdd(b, k, emm_i64(em, u * vw), "");
+    LLVMValueRef xv = emm_load(em, vt, emm_gep(em, x, ku));
+    for (int r = 0; r < rows; r++) {
+      LLVMValueRef bv = emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, base[r], ku, "")));
+      nxt[2 * r + u] = emm_fma(em, xv, bv, acc[2 * r + u]);
+    }
+  }
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emm_i64(em, 2 * vw), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emm_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  for (int i = 0; i < 2 * rows; i++)
+    LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  LLVMPositionBuilderAtEnd(b, out);
+  LLVMValueRef s[8], f01[16];
+  for (int i = 0; i < 2 * rows; i++) {
+    f01[i] = LLVMBuildPhi(b, vt, "");
+    LLVMAddIncoming(f01[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  }
+  for (int r = 0; r < rows; r++) s[r] = LLVMBuildFAdd(b, f01[2 * r], f01[2 * r + 1], "");
+  /* one remaining full vector (K mod 2vw >= vw): a straight-line step */
+  LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(em->llctx, fn, "t1");
+  LLVMBasicBlockRef red = LLVMAppendBasicBlockInContext(em->llctx, fn, "tred");
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emm_i64(em, vw), ""), K, "");
+  LLVMBuildCondBr(b, has1, one, red);
+  LLVMPositionBuilderAtEnd(b, one);
+  LLVMValueRef s1[8];
+  LLVMValueRef xv = emm_load(em, vt, emm_gep(em, x, K2));
+  for (int r = 0; r < rows; r++)
+    s1[r] = emm_fma(em, xv, emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, base[r], K2, ""))), s[r]);
+  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emm_i64(em, vw), "");
+  LLVMBuildBr(b, red);
+  LLVMPositionBuilderAtEnd(b, red);
+  LLVMValueRef kt = LLVMBuildPhi(b, em->t_i64, "");
+  LLVMAddIncoming(kt, (LLVMValueRef[]){ K2, K2v }, (LLVMBasicBlockRef[]){ from, one }, 2);
+  LLVMValueRef tot[8];
+  for (int r = 0; r < rows; r++) {
+    tot[r] = LLVMBuildPhi(b, vt, "");
+    LLVMAddIncoming(tot[r], (LLVMValueRef[]){ s[r], s1[r] }, (LLVMBasicBlockRef[]){ from, one }, 2);
+  }
+  for (int r = 0; r < rows; r++) tot[r] = emm_hsum(em, tot[r], vw);
+  /* scalar tail, k order */
+  LLVMBasicBlockRef pre2 = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef tl = LLVMAppendBasicBlockInContext(em->llctx, fn, "tt");
+  LLVMBasicBlockRef fin = LLVMAppendBasicBlockInContext(em->llctx, fn, "tfin");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kt, K, ""), tl, fin);
+  LLVMPositionBuilderAtEnd(b, tl);
+  LLVMValueRef kk = LLVMBuildPhi(b, em->t_i64, ""), ph[8], nt[8];
+  for (int r = 0; r < rows; r++) ph[r] = LLVMBuildPhi(b, em->t_f32, "");
+  LLVMValueRef xs = emm_load(em, em->t_f32, emm_gep(em, x, kk));
+  for (int r = 0; r < rows; r++)
+    nt[r] = emm_fma(em, xs, emm_load(em, em->t_f32, emm_gep(em, pb, LLVMBuildAdd(b, base[r], kk, ""))), ph[r]);
+  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emm_i64(em, 1), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kk1, K, ""), tl, fin);
+  LLVMAddIncoming(kk, (LLVMValueRef[]){ kt, kk1 }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
+  for (int r = 0; r < rows; r++)
+    LLVMAddIncoming(ph[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
+  LLVMPositionBuilderAtEnd(b, fin);
+  LLVMValueRef f[8];
+  for (int r = 0; r < rows; r++) {
+    f[r] = LLVMBuildPhi(b, em->t_f32, "");
+    LLVMAddIncoming(f[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
+  }
+  for (int r = 0; r < rows; r++)
+    emm_store(em, f[r], emm_gep(em, py, LLVMBuildAdd(b, j, emm_i64(em, r), "")));
+}
+
+static void emm_emit_gemvt(emit_module *em, const char *name, int rows, int vw) {
+  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+  LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
+                        LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
+  LLVMValueRef n = LLVMGetParam(fn, 5);
+  LLVMValueRef j = emm_step_loop(em, fn, emm_i64(em, 0), n, rows, emm_gemvt_body, a, rows << 8 | vw);
+  emm_step_loop(em, fn, j, n, 1, emm_gemvt_body, a, 1 << 8 | vw);
+  LLVMBuildRetVoid(em->b);
+}
+
+/* ---- analysis and the plan -------------------------------------------------------------------- */
+
+/* The fused parameter behind |x| (through reshapes/bitcasts), or -1. */
+static int emm_param_of(const hlo_instr *x) {
+  while (x->op == HLO_OP_RESHAPE || x->op == HLO_OP_BITCAST) x = x->operands[0];
+  return x->op == HLO_OP_PARAMETER ? (int)x->index : -1;
+}
+
+static hj_status emm_unsupported(emit_module *em, const hlo_instr *dot, const char *why) {
+  char a[160], b[160];
+  return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit matmul '%s': %s (lhs %s, rhs %s)", dot->name,
+                 why, hlo_shape_str(&dot->operands[0]->shape, a, sizeof a),
+                 hlo_shape_str(&dot->operands[1]->shape, b, sizeof b));
+}
+
+/* Fills the shape part of |p| from a canonical dot; NULL or why not. */
+static const char *emm_check_dot(const hlo_instr *d, struct emit_matmul_plan *p) {
+  const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
+  const hlo_dot_dims *dd = &d->dot;
+  if (ls->type != HLO_F32 || rs->type != HLO_F32 || d->shape.type != HLO_F32)
+    return "only f32 is emitted";
+  int r = ls->rank, nb = dd->lhs_batch.n;
+  if (rs->rank != r || (r != 2 && r != 3) || nb != r - 2 || dd->rhs_batch.n != nb ||
+      dd->lhs_contract.n != 1 || dd->rhs_contract.n != 1 || (nb && (dd->lhs_batch.v[0] != 0 ||
+      dd->rhs_batch.v[0] != 0)) || dd->lhs_contract.v[0] != r - 1)
+    return "dot is not canonical (run passes/dot_canon.c)";
+  int64_t rc = dd->rhs_contract.v[0];
+  if (rc != r - 1 && rc != r - 2) return "dot is not canonical (rhs contracting dim)";
+  p->rhs_transposed = rc == r - 1;
+  p->B = nb ? ls->dims[0] : 1;
+  p->M = ls->dims[r - 2];
+  p->K = ls->dims[r - 1];
+  p->N = p->rhs_transposed ? rs->dims[r - 2] : rs->dims[r - 1];
+  return NULL;
+}
+
+/* The root is the dot, possibly behind reshapes/bitcasts. */
+static bool emm_root_is_dot(const hlo_comp *c, const hlo_instr *dot) {
+  const hlo_instr *r = c->root;
+  while (r != dot && (r->op == HLO_OP_RESHAPE || r->op == HLO_OP_BITCAST)) r = r->operands[0];
+  return r == dot;
+}
+
+/* Non-size-1 dims of |s| into |out|; their count. */
+static int emm_nontrivial(const hlo_shape *s, int64_t *out) {
+  int n = 0;
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] != 1) out[n++] = s->dims[d];
+  return n;
+}
+
+static bool emm_same_nontrivial(const hlo_shape *a, const hlo_shape *b) {
+  int64_t da[HLO_MAX_RANK], db[HLO_MAX_RANK];
+  int na = emm_nontrivial(a, da), nb = emm_nontrivial(b, db);
+  return na == nb && !memcmp(da, db, sizeof(int64_t) * (size_t)na);
+}
+
+/* Every use of |x| in |c| (transitively, up to the root) is elementwise or a reshape/bitcast
+   on the dot's non-size-1 dims: the dot is read only at the output element's own index. */
+static bool emm_epilogue_ok(const hlo_comp *c, const hlo_instr *x, const hlo_shape *ds, int depth) {
+  if (depth > 64) return false;
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+    const hlo_instr *u = c->instrs[i];
+    bool uses = false;
+    for (int k = 0; k < u->noperands; k++) uses |= u->operands[k] == x;
+    if (!uses) continue;
+    bool ok = (hlo_op_is_elementwise(u) || u->op == HLO_OP_RESHAPE ||
+               (u->op == HLO_OP_BITCAST && hlo_shape_layout_is_default(&u->shape))) &&
+              hlo_shape_is_array(&u->shape) && emm_same_nontrivial(&u->shape, ds);
+    if (!ok || !emm_epilogue_ok(c, u, ds, depth + 1)) return false;
+  }
+  return true;
+}
+
+/* Why the fusion's root cannot be handled (NULL: it can); *epi: an epilogue is needed. */
+static const char *emm_check_root(const hlo_comp *c, const hlo_instr *dot, bool *epi) {
+  *epi = false;
+  if (emm_root_is_dot(c, dot)) return NULL;
+  if (!hlo_shape_is_array(&c->root->shape) || c->root->shape.type != HLO_F32)
+    return "epilogue root is not an f32 array";
+  if (!emm_same_nontrivial(&c->root->shape, &dot->shape) || !emm_epilogue_ok(c, dot, &dot->shape, 0))
+    return "the ops after the dot are not an elementwise epilogue";
+  *epi = true;
+  return NULL;
+}
+
+/* NAME.epi: out[t] = root(dot = out[t]) for t in [begin, end), one row of C (see top). */
+static hj_status emm_emit_epilogue(emit_module *em, const hlo_instr *fusion, const hlo_instr *dot,
+                                   const struct emit_matmul_plan *p, const char *name) {
+  emit_fn f;
+  hj_status st = emit_kernel_begin(&f, em, name, fusion, false);
+  if (st) return st;
+  LLVMBuilderRef b = em->b;
+  const hlo_instr *root = f.comp->root;
+  LLVMValueRef row = LLVMBuildSDiv(b, f.begin, emm_i64(em, p->N), "row");
+  LLVMValueRef rowbase = LLVMBuildMul(b, row, emm_i64(em, p->N), "");
+  LLVMValueRef bi = LLVMBuildSDiv(b, row, emm_i64(em, p->M), "b");
+  LLVMValueRef mi = LLVMBuildSub(b, row, LLVMBuildMul(b, bi, emm_i64(em, p->M), ""), "m");
+  emit_loop l;
+  emit_loop_begin(&f, &l, f.begin, f.end, 1, "epi");
+  LLVMValueRef nj = LLVMBuildSub(b, l.iv, rowbase, "n");
+  /* the dot's (b, m, n) -> the root's index: its non-size-1 dims take them in order */
+  int64_t bmn_dims[3] = { p->B, p->M, p->N };
+  LLVMValueRef bmn[3] = { bi, mi, nj }, nt[3];
+  int nnt = 0;
+  for (int d = 0; d < 3; d++)
+    if (bmn_dims[d] != 1) nt[nnt++] = bmn[d];
+  emit_index idx = { .rank = root->shape.rank };
+  for (int d = 0, k = 0; d < root->shape.rank; d++)
+    idx.v[d] = root->shape.dims[d] == 1 ? emm_i64(em, 0) : nt[k++];
+  f.override_ins = dot;
+  f.override_val = emit_load_elem(&f, HLO_F32, f.outs[0], l.iv);
+  LLVMValueRef v = emit_elemental(&f, root, &idx);
+  emit_store_elem(&f, HLO_F32, f.outs[0], l.iv, v);
+  emit_loop_end(&f, &l);
+  return emit_kernel_end(&f);
+}
+
+/* Register and cache blocking for the host's vector width (floats per register |vw|). */
+static void emm_choose_blocking(struct emit_matmul_plan *p, int vw) {
+  p->vw = vw;
+  if (vw >= 16) {            /* AVX-512: 32 zmm -> 8 x 3 vectors = 24 accumulators */
+    p->mr = 8;
+    p->nr = 3 * vw;
+  } else {                   /* AVX2/SSE: 16 registers -> 6 x 2 = 12 accumulators */
+    p->mr = 6;
+    p->nr = 2 * vw;
+  }
+  /* B block (kc x nc, ~800 KB) in L2, re-read from there once per mr rows; A block: all of
+     M up to a limit (lives in L3 for big M). A transposed B is packed from whole rows of up
+     to 768 floats (one long read per row instead of two halves: ~10% on the logits shape,
+     same elsewhere; 8 x 48 / kc 384 measured best or equal among 12x32, 14x32, 6x64 and kc
+     256/512 on Zen 5). */
+  p->kc = 384;
+  p->nc = (512 / p->nr + 1) * p->nr;
+  if (p->rhs_transposed) {
+    p->kc = p->K < 768 ? (p->K > 0 ? p->K : 1) : 768;
+    int64_t nc = 786432 / (p->kc * 4) / p->nr * p->nr;
+    p->nc = nc > p->nr ? (nc < 4096 ? nc : 4096) : p->nr;
+  }
+  int64_t mpad = (p->M + p->mr - 1) / p->mr * p->mr;
+  p->mc = mpad < 1536 ? mpad : 1536 / p->mr * p->mr;
+  p->m_rem = (int)(p->M % p->mr);
+  p->use_gemv = p->M == 1;
+  p->gemv_cols = p->rhs_transposed ? (vw >= 16 ? 8 : 4) : (vw >= 16 ? 16 : 8) * vw;
+}
+
+void emit_matmul_plan_free(struct emit_matmul_plan *p) { free(p); }
+
+hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                             const char *name, emit_kernel *out) {
+  const hlo_comp *c = fusion->calls[0];
+  if (!hero || hero->op != HLO_OP_DOT)
+    return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit matmul '%s': hero is not a dot", fusion->name);
+  struct emit_matmul_plan tmp = { 0 };
+  const char *why = emm_check_dot(hero, &tmp);
+  bool epi = false;
+  if (!why) why = emm_check_root(c, hero, &epi);
+  tmp.lhs_buf = emm_param_of(hero->operands[0]);
+  tmp.rhs_buf = emm_param_of(hero->operands[1]);
+  if (!why && (tmp.lhs_buf < 0 || tmp.rhs_buf < 0)) why = "an operand is computed inside the fusion";
+  if (why) return emm_unsupported(em, hero, why);
+  tmp.out_buf = (int)arrlen(c->params);
+  int vw = em->target.vector_bytes / 4;
+  if (vw < 4) vw = 4;
+  emm_choose_blocking(&tmp, vw > 16 ? 16 : vw);
+
+  struct emit_matmul_plan *p = calloc(1, sizeof *p);
+  if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "emit matmul '%s': out of memory", fusion->name);
+  *p = tmp;
+  snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d", name, p->mr);
+  emm_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
+  if (p->m_rem) {
+    snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d", name, p->m_rem);
+    emm_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
+  }
+  if (p->use_gemv) {
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv", name);
+    if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
+    else emm_emit_gemv(em, p->gemv_name, p->gemv_cols / p->vw, p->vw);
+  }
+  if (epi) {
+    snprintf(p->epi_name, sizeof p->epi_name, "%s.epi", name);
+    hj_status st = emm_emit_epilogue(em, fusion, hero, p, p->epi_name);
+    if (st) {
+      free(p);
+      return st;
+    }
+  }
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", name);
+  out->kind = EMIT_KIND_MATMUL;
+  out->parallel_n = 1;
+  out->grain = 1;
+  out->matmul = p;
+  return HJ_OK;
+}
+
+#undef EMM_MAX_ACC

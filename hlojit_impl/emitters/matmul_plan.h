@@ -1,0 +1,58 @@
+/* matmul_plan.h — what the matmul emitter (emitters/matmul.c) tells the CPU driver
+   (backends/cpu/cpu_matmul.c): the shape of the canonical dot, which buffers hold its
+   operands, the register/cache blocking, and the symbols of the JIT'd kernels.
+
+   Canonical dot (passes/dot_canon.c): C[b] = A[b] @ op(B[b]) for b < B, with
+   A [M,K] row-major, B [K,N] row-major or (rhs_transposed) [N,K] row-major, C [M,N].
+   Only f32 is emitted; other element types are HJ_ERR_UNSUPPORTED (evaluator fallback).
+
+   JIT'd functions (names below, resolved to addresses by cpu_matmul_prepare):
+     ukr:  void (i64 kc, const float *a, const float *b, float *c, i64 ldc, i64 accumulate)
+           C[0..mr, 0..nr) (=|+=) sum_k a[k*mr_stride + i] * b[k*nr + j] over k < kc, the sum
+           taken as one fma chain in k order starting from 0, then (accumulate) added to C.
+           ukr[0] has mr rows, ukr[1] (if any) has m_rem = M % mr rows (a still strided mr).
+     gemv: void (i64 K, const float *x, const float *b, float *y, i64 ldb, i64 n)
+           y[j] = sum_k x[k] * b[k*ldb + j] for j < n (B normal), one fma chain in k order;
+     gemvt: same signature, y[j] = sum_k x[k] * b[j*ldb + k] (B transposed), vector partial
+           sums over k then a fixed reduction tree.
+     epi:  kernel ABI of emit.h, (bufs, begin, end): the fused epilogue applied in place
+           to output elements [begin, end), which lie in one row of C (absent: bare dot).
+   Every output element is computed by the same sequence of operations whatever the
+   blocking in M and N and the thread split, so results are bitwise independent of the
+   thread count (KC, the only split of K, is fixed in the plan). */
+#ifndef HLOJIT_MATMUL_PLAN_H
+#define HLOJIT_MATMUL_PLAN_H
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef void (*emm_ukr_fn)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                           int64_t accumulate);
+typedef void (*emm_epi_fn)(void **bufs, int64_t begin, int64_t end);
+typedef void (*emm_gemv_fn)(int64_t k, const float *x, const float *b, float *y, int64_t ldb,
+                            int64_t n);
+
+struct emit_matmul_plan {
+  int64_t B, M, N, K;          /* canonical sizes */
+  bool rhs_transposed;         /* rhs is [B,N,K] */
+  int lhs_buf, rhs_buf, out_buf;  /* indices into the kernel's bufs (ABI of emit.h) */
+  int vw;                      /* floats per vector register */
+  int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */
+  int m_rem;                   /* M % mr: rows of ukr[1] (0: no ukr[1]) */
+  int64_t kc, mc, nc;          /* cache blocks: K step, rows of an A block, cols of a B block */
+  int gemv_cols;               /* gemv: columns per register block (driver aligns splits) */
+  bool use_gemv;               /* M == 1: the bandwidth-bound path */
+  char ukr_name[2][112];
+  char gemv_name[112];
+  char epi_name[112];          /* "" when the root is the dot */
+  /* filled by cpu_matmul_prepare */
+  emm_ukr_fn ukr[2];
+  emm_gemv_fn gemv;
+  emm_epi_fn epi;
+};
+
+/* Frees a plan made by emit_matmul_fusion (NULL is fine). Defined in matmul.c and called by
+   cpu_matmul_plan_free, which also makes a static link pull matmul.o in ahead of the weak
+   placeholder in emit_stubs.c. */
+void emit_matmul_plan_free(struct emit_matmul_plan *p);
+
+#endif

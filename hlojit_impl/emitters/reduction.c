@@ -1,0 +1,806 @@
+/* reduction.c — the reduction emitter: a fusion whose heroes are reduces (several, with one
+   kept shape, possibly variadic, possibly one reading another), with elementwise epilogues,
+   side outputs and row normalisations (softmax, layer norm), as one kernel
+   `void NAME(void **bufs, i64 begin, i64 end)`.
+
+   Vocabulary: the *kept* dims of a reduce are the input dims that survive (the result's
+   dims), the *reduced* dims are dimensions={...}; K = product of the reduced dims. A *row*
+   is one kept index; the reduce *input shape* holds K elements per row.
+
+   Two strategies, chosen for the whole fusion:
+   - per kept index ("row" and "general"): parallel over the kept linear index r. For each r
+     the heroes are computed in dependency order (a reduce whose input reads another
+     reduce comes after it), each over its K reduced elements; from then on the elemental
+     emitter takes the hero's row value for every read of it (emit_fn.override_ins/_val and
+     override_ins2/_val2: every reduce, every get-tuple-element of a variadic one). Then
+     every kept-shape output leaf is produced at r (log(reduce(..)) fuses), and every
+     input-shape leaf that reads a hero is produced at each of the row's K elements.
+     Walk-through, f32[1000,4099] reduce dims={1} add, AVX-512 (W = 64/4 = 16 lanes):
+       parallel_n = 1000 (kept rows); the runtime gives kernel(bufs, 0, 500) and (500, 1000).
+       row r: acc[l] = x[r, l] for l < 16                      (first chunk, no init)
+              for j0 = 16, 32, ..., 4080: acc[l] = acc[l] + x[r, j0 + l]   (16 chains;
+                acc is one <16 x float> value and the update one vector op, emitted
+                directly with the reducer's per-lane semantics: red_vec_op)
+              tree: acc[l] += acc[l + 8] (l < 8), += acc[l + 4], += acc[l + 2], += acc[l + 1]
+              v = init + acc[0]; then v = v + x[r, 4096], x[r, 4097], x[r, 4098]  (remainder)
+              out[r] = epilogue(v)
+     Walk-through, layer norm of x: f32[64,768] (mean = s/768, s = sum(x); q = sum((x -
+     bcast(mean))^2); y = (x - bcast(mean)) * bcast(rsqrt(q/768 + eps)) * bcast(g) + bcast(b)):
+       parallel_n = 64; row r: s = lanes sum of x[r, :]; override s := that value;
+       q = lanes sum of (x[r, j] - s/768)^2 (its input reads s: the override gives the row
+       value, no nested reduction); override q; then for j = 0..767:
+       y[r, j] = root at (r, j) with s and q overridden (a plain loop LLVM vectorises).
+       Two passes over the row for the reduces and one for the output: 3 * 768 element
+       evaluations per row, where the loop emitter re-reduced per element (768 x 768 x 2).
+     The override ignores the index it is read at, so every read of a hero must be at the
+     row's own kept index: red_check_reads proves it symbolically (through elementwise ops,
+     broadcasts, transposes and size-1 reshapes) or the fusion is refused.
+     The order depends only on K and W (compile-time constants), never on [begin, end), so
+     every thread count gives the same bits. The lanes are used only when reassociating is
+     legal: a reducer that is exactly add/multiply/maximum/minimum/and/or of its two
+     parameters (hlo_evo_binary_reducer), reduced dims the minor-most ones, K >= W, and the
+     type an integer or pred (exact: wrap-around arithmetic is associative), or f32/f64
+     (add/multiply: results differ from the evaluator's sequential order by rounding, about
+     eps * sqrt(K) relative to the sum of |x|; maximum/minimum: exact except possibly the
+     sign of a zero result), or f16/bf16 for maximum/minimum only (16-bit sums round at every
+     step, so they keep the evaluator's order exactly). Otherwise ("general": reduced dims in
+     the middle, variadic reducers such as argmax, any other reducer) the reduced elements
+     are visited sequentially in row-major order from the init: the evaluator's order, the
+     same bits as the evaluator.
+   - column (every hero's reduced dims are major and its kept dims minor, e.g. f32[4096,512]
+     dims={0}; no reduce reads another, no input-shape leaf reads one): parallel over blocks
+     of CB kept columns (per outer kept index; CB = 512, halved down to 64 while there are
+     fewer than 16 blocks, so small outputs still split). A block keeps acc[c] (a stack array)
+     and walks the reduced rows k = 0..K-1, updating acc[c] = f(acc[c], x[k, c]) for its
+     columns: a unit-stride inner loop that LLVM vectorises, and per column exactly the
+     evaluator's sequential order (same bits).
+   Reduce to a scalar runs as one kept index: single-threaded (a deterministic parallel
+   split needs scratch for per-block partials, which the kernel ABI has not got).
+
+   Output leaves (the fusion's root, tuples flattened depth first), each one of:
+   DIRECT  a hero's result (or get-tuple-element of a variadic hero);
+   KEPT    kept shape, any function of the heroes' row values (or of none);
+   INPUT   a hero's input shape, reading no hero (a side output such as exp(x) next to
+           reduce(x): stored while the reduction visits that input element, once each);
+   FULL    a hero's input shape, reading heroes (softmax's exp(x - max) / sum): produced in a
+           loop over the row's elements after the heroes.
+   Anything else is HJ_ERR_UNSUPPORTED (the runtime then runs the loop emitter or the
+   evaluator on this fusion). */
+#include "emit.h"
+#include <stdlib.h>
+
+#define RED_MAX_HEROES 8
+#define RED_MAX_N 8         /* results of a variadic reduce handled here */
+#define RED_MAX_LANES 64
+#define RED_CB 512          /* most kept columns per block in the column strategy */
+#define RED_MAX_OV 9        /* emit_fn: override_ins + override_ins2[8] */
+#define RED_SYM_ZERO (-1)   /* symbolic index component: a size-1 dim */
+#define RED_SYM_RED (-2)    /* ... a reduced dim (never a row's kept index) */
+
+typedef enum { RED_LEAF_DIRECT, RED_LEAF_KEPT, RED_LEAF_INPUT, RED_LEAF_FULL } red_leaf_kind;
+
+typedef struct red_leaf {
+  const hlo_instr *ins;     /* computes the leaf (NULL for a result of a variadic hero) */
+  red_leaf_kind kind;
+  int hero, k;              /* DIRECT: hero and result; INPUT/FULL: hero whose input shape */
+  hlo_type type;
+  hlo_shape shape;
+} red_leaf;
+
+typedef struct red_hero {
+  const hlo_instr *ins;
+  int n;                    /* inputs = results */
+  bool reduced[HLO_MAX_RANK];
+  int64_t K;
+  hlo_type types[RED_MAX_N];
+  int lanes;                /* > 1: the partial-accumulator order (see the top) */
+  hlo_opcode op;            /* lanes: the reducer's one binary op ... */
+  bool swapped;             /* ... written op(param1, param0) */
+  unsigned deps;            /* the heroes its operands read (bit per hero) */
+} red_hero;
+
+typedef struct red_vis { const hlo_instr *key; int value; } red_vis;
+
+typedef struct red_plan {
+  red_hero h[RED_MAX_HEROES];
+  int nh;
+  int order[RED_MAX_HEROES];      /* heroes, each after those it reads */
+  red_leaf leaf[64];
+  int nleaves;
+  const hlo_instr *ov[RED_MAX_OV];  /* overridden per row: each reduce (n == 1), each  */
+  int ov_hero[RED_MAX_OV], ov_k[RED_MAX_OV], nov;   /* get-tuple-element of a variadic one */
+  hlo_shape kept;           /* the heroes' common result dims */
+  bool column, full;        /* full: some FULL leaf */
+  int64_t Cm, Co, nb, cb;   /* column: minor kept dim, outer kept count, blocks per row,
+                               columns per block */
+  red_vis *mask;            /* analysis memo: instruction -> the heroes it reads */
+} red_plan;
+
+typedef struct red_sym { const hlo_instr *ins; int rank; int v[HLO_MAX_RANK]; } red_sym;
+
+/* ---- analysis ------------------------------------------------------------------------- */
+
+static hj_status red_unsup(emit_module *em, const hlo_instr *fusion, const char *why) {
+  return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "reduction emitter, fusion '%s': %s",
+                 fusion->name, why);
+}
+
+static int red_hero_of(const red_plan *p, const hlo_instr *ins) {
+  for (int i = 0; i < p->nh; i++)
+    if (p->h[i].ins == ins) return i;
+  return -1;
+}
+
+/* The hero |ins| stands for: a hero, or a get-tuple-element of a (variadic) hero; else -1. */
+static int red_hero_read(const red_plan *p, const hlo_instr *ins) {
+  int hi = red_hero_of(p, ins);
+  if (hi < 0 && ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->noperands == 1)
+    hi = red_hero_of(p, ins->operands[0]);
+  return hi;
+}
+
+static bool red_same_dims(const hlo_shape *a, const hlo_shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+static bool red_reaches_reduce(const hlo_instr *ins, red_vis **vis) {
+  if (hmgeti(*vis, ins) >= 0) return false;
+  hmput(*vis, ins, 1);
+  if (ins->op == HLO_OP_REDUCE) return true;
+  for (int i = 0; i < ins->noperands; i++)
+    if (red_reaches_reduce(ins->operands[i], vis)) return true;
+  return false;
+}
+
+/* The heroes |ins| reads (bit per hero; a hero or a get-tuple-element of one: itself). */
+static unsigned red_mask(red_plan *p, const hlo_instr *ins) {
+  ptrdiff_t i = hmgeti(p->mask, ins);
+  if (i >= 0) return (unsigned)p->mask[i].value;
+  int hi = red_hero_read(p, ins);
+  unsigned m = hi >= 0 ? 1u << hi : 0;
+  for (int k = 0; hi < 0 && k < ins->noperands; k++) m |= red_mask(p, ins->operands[k]);
+  hmput(p->mask, ins, (int)m);
+  return m;
+}
+
+/* Lane count for hero |h| in the per-kept-index strategy (1: sequential). */
+static int red_lanes(const emit_module *em, red_hero *h, bool row) {
+  bool sw = false;
+  if (!row || h->n != 1) return 1;
+  hlo_opcode op = hlo_evo_binary_reducer(h->ins->calls[0], h->types[0], &sw);
+  h->op = op, h->swapped = sw;
+  if (op == HLO_OP_COUNT) return 1;
+  hlo_type t = h->types[0];
+  bool minmax = op == HLO_OP_MAXIMUM || op == HLO_OP_MINIMUM;
+  bool ok = t == HLO_PRED || hlo_type_is_int(t) ||
+            ((t == HLO_F32 || t == HLO_F64) && op != HLO_OP_AND && op != HLO_OP_OR) ||
+            ((t == HLO_F16 || t == HLO_BF16) && minmax);
+  int w = (em->target.vector_bytes > 0 ? em->target.vector_bytes : 16) / hlo_type_size(t);
+  if (w > RED_MAX_LANES) w = RED_MAX_LANES;
+  if (w < 2) w = 2;
+  return ok && h->K >= w ? w : 1;
+}
+
+static hj_status red_add_hero(emit_module *em, const hlo_instr *fusion, red_plan *p,
+                              const hlo_instr *r) {
+  if (p->nh == RED_MAX_HEROES) return red_unsup(em, fusion, "too many reduces");
+  red_hero *h = &p->h[p->nh++];
+  memset(h, 0, sizeof *h);
+  h->ins = r;
+  h->n = r->noperands / 2;
+  if (h->n < 1 || h->n > RED_MAX_N || r->ncalls < 1 || !r->calls[0])
+    return red_unsup(em, fusion, "reduce with an unsupported operand count");
+  const hlo_shape *res = r->shape.type == HLO_TUPLE ? &r->shape.tuple[0] : &r->shape;
+  for (int j = 0; j < h->n; j++) {
+    const hlo_shape *rj = r->shape.type == HLO_TUPLE ? &r->shape.tuple[j] : &r->shape;
+    h->types[j] = rj->type;
+    if (!red_same_dims(rj, res)) return red_unsup(em, fusion, "variadic results differ in dims");
+  }
+  const hlo_shape *in = &r->operands[0]->shape;
+  for (int i = 0; i < r->dims.n; i++) h->reduced[r->dims.v[i]] = true;
+  h->K = 1;
+  for (int d = 0; d < in->rank; d++)
+    if (h->reduced[d]) h->K *= in->dims[d];
+  if (p->nh == 1) {
+    p->kept = *res;
+    return HJ_OK;
+  }
+  if (red_same_dims(res, &p->kept)) return HJ_OK;
+  red_vis *vis = NULL;
+  bool nested = false;
+  for (int i = 0; i < r->noperands && !nested; i++) nested = red_reaches_reduce(r->operands[i], &vis);
+  hmfree(vis);
+  return red_unsup(em, fusion, nested ? "a reduce feeds another reduce of another kept shape"
+                                      : "reduces of different kept shapes");
+}
+
+static hj_status red_add_leaf(emit_module *em, const hlo_instr *fusion, red_plan *p,
+                              const hlo_instr *ins) {
+  if (ins->op == HLO_OP_TUPLE) {
+    for (int i = 0; i < ins->noperands; i++) {
+      hj_status st = red_add_leaf(em, fusion, p, ins->operands[i]);
+      if (st) return st;
+    }
+    return HJ_OK;
+  }
+  int hi = red_hero_of(p, ins);
+  if (hi >= 0 && ins->shape.type == HLO_TUPLE) {   /* a variadic hero: each of its results */
+    for (int k = 0; k < p->h[hi].n; k++) {
+      if (p->nleaves == 64) return red_unsup(em, fusion, "too many outputs");
+      p->leaf[p->nleaves++] = (red_leaf){ .kind = RED_LEAF_DIRECT, .hero = hi, .k = k,
+                                          .type = ins->shape.tuple[k].type, .shape = ins->shape.tuple[k] };
+    }
+    return HJ_OK;
+  }
+  if (ins->shape.type == HLO_TUPLE || p->nleaves == 64) return red_unsup(em, fusion, "unsupported output structure");
+  red_leaf *l = &p->leaf[p->nleaves++];
+  *l = (red_leaf){ .ins = ins, .type = ins->shape.type, .shape = ins->shape, .hero = -1 };
+  if ((hi = red_hero_read(p, ins)) >= 0) {
+    l->kind = RED_LEAF_DIRECT, l->hero = hi;
+    l->k = ins->op == HLO_OP_GET_TUPLE_ELEMENT ? (int)ins->index : 0;
+    return HJ_OK;
+  }
+  if (red_same_dims(&ins->shape, &p->kept)) { l->kind = RED_LEAF_KEPT; return HJ_OK; }
+  for (int h = 0; h < p->nh; h++)
+    if (red_same_dims(&ins->shape, &p->h[h].ins->operands[0]->shape)) {
+      l->kind = red_mask(p, ins) ? RED_LEAF_FULL : RED_LEAF_INPUT, l->hero = h;
+      p->full |= l->kind == RED_LEAF_FULL;
+      return HJ_OK;
+    }
+  return red_unsup(em, fusion, "a side output has neither the kept nor an input shape");
+}
+
+/* Column strategy: every hero's reduced dims are a non-empty prefix and kept dims exist. */
+static bool red_is_column(const red_hero *h) {
+  const hlo_shape *in = &h->ins->operands[0]->shape;
+  int nred = h->ins->dims.n;
+  if (nred == 0 || nred == in->rank) return false;
+  for (int d = 0; d < in->rank; d++)
+    if (h->reduced[d] != (d < nred)) return false;
+  return true;
+}
+
+static bool red_is_row(const red_hero *h) {
+  const hlo_shape *in = &h->ins->operands[0]->shape;
+  int nkept = in->rank - h->ins->dims.n;
+  for (int d = 0; d < in->rank; d++)
+    if (h->reduced[d] != (d >= nkept)) return false;
+  return true;
+}
+
+/* Each hero's dependencies, and an order in which every hero comes after those. */
+static hj_status red_order(emit_module *em, const hlo_instr *fusion, red_plan *p) {
+  for (int h = 0; h < p->nh; h++)
+    for (int k = 0; k < p->h[h].ins->noperands; k++) p->h[h].deps |= red_mask(p, p->h[h].ins->operands[k]);
+  unsigned done = 0;
+  for (int n = 0; n < p->nh; n++) {
+    int pick = -1;
+    for (int h = 0; h < p->nh && pick < 0; h++)
+      if (!(done >> h & 1) && !(p->h[h].deps & ~done)) pick = h;
+    if (pick < 0) return red_unsup(em, fusion, "reduces read each other in a cycle");
+    p->order[n] = pick;
+    done |= 1u << pick;
+  }
+  return HJ_OK;
+}
+
+/* The instructions overridden with a row's values: each reduce with one result, each
+   get-tuple-element of a variadic one. */
+static hj_status red_overrides(emit_module *em, const hlo_instr *fusion, red_plan *p) {
+  const hlo_comp *c = fusion->calls[0];
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+    const hlo_instr *x = c->instrs[i];
+    int hi = red_hero_read(p, x);
+    if (hi < 0 || (x->op == HLO_OP_REDUCE && p->h[hi].n != 1)) continue;
+    if (p->nov == RED_MAX_OV) return red_unsup(em, fusion, "too many reduce values");
+    p->ov[p->nov] = x, p->ov_hero[p->nov] = hi;
+    p->ov_k[p->nov++] = x->op == HLO_OP_GET_TUPLE_ELEMENT ? (int)x->index : 0;
+  }
+  return HJ_OK;
+}
+
+/* ---- where the heroes are read (the override's validity) --------------------------------
+   A symbolic index gives each dim one symbol: j for the row's kept dim j, RED_SYM_RED for
+   a reduced dim, RED_SYM_ZERO for a size-1 dim. It is pushed from each leaf and each hero
+   input towards the operands; at a hero it must be (0, 1, ..., rank-1): the row itself. */
+
+static int red_nontrivial(const hlo_shape *s, int *pos) {
+  int n = 0;
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] != 1) pos[n++] = d;
+  return n;
+}
+
+static bool red_sym_seen(red_sym **seen, const hlo_instr *ins, const int *v) {
+  int rank = ins->shape.rank;
+  for (ptrdiff_t i = 0; i < arrlen(*seen); i++)
+    if ((*seen)[i].ins == ins && !memcmp((*seen)[i].v, v, sizeof(int) * (size_t)rank)) return true;
+  red_sym s = { .ins = ins, .rank = rank };
+  memcpy(s.v, v, sizeof(int) * (size_t)rank);
+  arrput(*seen, s);
+  return false;
+}
+
+/* The operand index of the single-operand index op |ins| at |v| into |o|; false when
+   |ins| is not one that this analysis follows. */
+static bool red_sym_operand(const hlo_instr *ins, const int *v, int *o) {
+  const hlo_shape *os = &ins->operands[0]->shape, *s = &ins->shape;
+  switch (ins->op) {
+  case HLO_OP_BROADCAST:
+    if (ins->dims.n != os->rank) return false;
+    for (int i = 0; i < os->rank; i++) o[i] = os->dims[i] == 1 ? RED_SYM_ZERO : v[ins->dims.v[i]];
+    return true;
+  case HLO_OP_TRANSPOSE:
+    if (ins->dims.n != os->rank) return false;
+    for (int i = 0; i < os->rank; i++) o[ins->dims.v[i]] = v[i];
+    return true;
+  case HLO_OP_BITCAST:
+    if (!hlo_shape_layout_is_default(s) || !hlo_shape_layout_is_default(os)) return false;
+    /* fall through */
+  case HLO_OP_RESHAPE: {   /* only adds or drops size-1 dims */
+    int a[HLO_MAX_RANK], r[HLO_MAX_RANK], na = red_nontrivial(os, a), nr = red_nontrivial(s, r);
+    if (na != nr) return false;
+    for (int d = 0; d < os->rank; d++) o[d] = RED_SYM_ZERO;
+    for (int i = 0; i < na; i++) {
+      if (os->dims[a[i]] != s->dims[r[i]]) return false;
+      o[a[i]] = v[r[i]];
+    }
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+static bool red_sym_ok(red_plan *p, const hlo_instr *ins, const int *v, red_sym **seen) {
+  if (!red_mask(p, ins) || red_sym_seen(seen, ins, v)) return true;
+  if (red_hero_read(p, ins) >= 0) {
+    if (ins->shape.rank != p->kept.rank) return false;
+    for (int j = 0; j < p->kept.rank; j++)
+      if (p->kept.dims[j] != 1 && v[j] != j) return false;
+    return true;
+  }
+  int o[HLO_MAX_RANK];
+  if (hlo_op_is_elementwise(ins)) {
+    for (int k = 0; k < ins->noperands; k++) {
+      const hlo_shape *os = &ins->operands[k]->shape;
+      bool one = hlo_shape_is_array(os) && hlo_shape_numel(os) == 1;   /* read at index 0 */
+      if (!one && !red_same_dims(os, &ins->shape)) return false;
+      for (int d = 0; d < os->rank; d++) o[d] = one ? RED_SYM_ZERO : v[d];
+      if (!red_sym_ok(p, ins->operands[k], o, seen)) return false;
+    }
+    return true;
+  }
+  return ins->noperands == 1 && red_sym_operand(ins, v, o) && red_sym_ok(p, ins->operands[0], o, seen);
+}
+
+/* The symbols of hero |h|'s input index. */
+static void red_sym_input(const red_hero *h, int *v) {
+  const hlo_shape *in = &h->ins->operands[0]->shape;
+  for (int d = 0, j = 0; d < in->rank; d++) {
+    int s = h->reduced[d] ? RED_SYM_RED : j++;
+    v[d] = in->dims[d] == 1 ? RED_SYM_ZERO : s;
+  }
+}
+
+static hj_status red_check_reads(emit_module *em, const hlo_instr *fusion, red_plan *p) {
+  red_sym *seen = NULL;
+  int v[HLO_MAX_RANK];
+  bool ok = true;
+  for (int h = 0; h < p->nh && ok; h++) {
+    red_sym_input(&p->h[h], v);
+    for (int k = 0; k < p->h[h].ins->noperands && ok; k++)   /* inputs, then rank-0 inits */
+      ok = red_sym_ok(p, p->h[h].ins->operands[k], v, &seen);
+  }
+  for (int i = 0; i < p->nleaves && ok; i++) {
+    const red_leaf *l = &p->leaf[i];
+    if (l->kind == RED_LEAF_DIRECT) continue;
+    if (l->kind == RED_LEAF_KEPT)
+      for (int j = 0; j < p->kept.rank; j++) v[j] = p->kept.dims[j] == 1 ? RED_SYM_ZERO : j;
+    else red_sym_input(&p->h[l->hero], v);
+    ok = red_sym_ok(p, l->ins, v, &seen);
+  }
+  arrfree(seen);
+  return ok ? HJ_OK : red_unsup(em, fusion, "a reduce is read at another index than its own "
+                                            "row's (an op that moves indices between them)");
+}
+
+static hj_status red_analyse(emit_module *em, const hlo_instr *fusion, red_plan *p) {
+  memset(p, 0, sizeof *p);
+  const hlo_comp *c = fusion->calls[0];
+  hj_status st = HJ_OK;
+  for (int i = 0; i < arrlen(c->instrs) && !st; i++)
+    if (c->instrs[i]->op == HLO_OP_REDUCE) st = red_add_hero(em, fusion, p, c->instrs[i]);
+  if (!st && p->nh == 0) st = red_unsup(em, fusion, "no reduce in the fused computation");
+  if (!st) st = red_add_leaf(em, fusion, p, c->root);
+  if (!st) st = red_order(em, fusion, p);
+  if (!st) st = red_overrides(em, fusion, p);
+  if (!st) st = red_check_reads(em, fusion, p);
+  hmfree(p->mask);
+  if (st) return st;
+  p->column = !p->full;
+  for (int h = 0; h < p->nh; h++) p->column = p->column && !p->h[h].deps && red_is_column(&p->h[h]);
+  for (int h = 0; h < p->nh; h++) p->h[h].lanes = red_lanes(em, &p->h[h], !p->column && red_is_row(&p->h[h]));
+  if (p->column) {
+    p->Cm = p->kept.dims[p->kept.rank - 1];
+    p->Co = hlo_shape_numel(&p->kept) / (p->Cm ? p->Cm : 1);
+    p->cb = RED_CB;
+    while (p->cb > 64 && p->Co * ((p->Cm + p->cb - 1) / p->cb) < 16) p->cb /= 2;
+    p->nb = (p->Cm + p->cb - 1) / p->cb;
+  }
+  return HJ_OK;
+}
+
+/* ---- emission helpers ----------------------------------------------------------------- */
+
+/* An alloca of |n| values of |t| in the entry block (so mem2reg/SROA can promote it). */
+static LLVMValueRef red_alloca(emit_fn *f, LLVMTypeRef t, int64_t n, const char *name) {
+  LLVMBuilderRef b = f->em->b;
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(b), entry = LLVMGetEntryBasicBlock(f->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(b, first);
+  else LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef a = LLVMBuildAlloca(b, n == 1 ? t : LLVMArrayType2(t, (uint64_t)n), name);
+  LLVMPositionBuilderAtEnd(b, cur);
+  return a;
+}
+
+static LLVMValueRef red_slot(emit_fn *f, LLVMTypeRef t, LLVMValueRef arr, LLVMValueRef i) {
+  return LLVMBuildGEP2(f->em->b, t, arr, &i, 1, "acc.p");
+}
+
+static LLVMValueRef red_ld(emit_fn *f, LLVMTypeRef t, LLVMValueRef arr, LLVMValueRef i) {
+  return LLVMBuildLoad2(f->em->b, t, red_slot(f, t, arr, i), "acc");
+}
+
+static void red_st(emit_fn *f, LLVMTypeRef t, LLVMValueRef arr, LLVMValueRef i, LLVMValueRef v) {
+  LLVMBuildStore(f->em->b, v, red_slot(f, t, arr, i));
+}
+
+/* Input index of hero |h|: kept dims from |kidx|, reduced dims from the row-major linear
+   reduced index |rlin| (0 <= rlin < K). */
+static void red_in_index(emit_fn *f, const red_hero *h, const emit_index *kidx,
+                         LLVMValueRef rlin, emit_index *out) {
+  LLVMBuilderRef b = f->em->b;
+  const hlo_shape *in = &h->ins->operands[0]->shape;
+  out->rank = in->rank;
+  int kk = kidx->rank;
+  int first_red = -1;
+  for (int d = 0; d < in->rank; d++)
+    if (h->reduced[d] && first_red < 0) first_red = d;
+  for (int d = in->rank - 1; d >= 0; d--) {
+    if (!h->reduced[d]) { out->v[d] = kidx->v[--kk]; continue; }
+    if (in->dims[d] == 1) { out->v[d] = emit_i64(f, 0); continue; }
+    if (d == first_red) { out->v[d] = rlin; continue; }
+    LLVMValueRef dim = emit_i64(f, in->dims[d]);
+    out->v[d] = LLVMBuildURem(b, rlin, dim, "ri");
+    rlin = LLVMBuildUDiv(b, rlin, dim, "rq");
+  }
+}
+
+/* Loads hero |h|'s inputs at input index |idx| into x[] and stores the hero's input-shaped
+   side outputs there. */
+static void red_visit(emit_fn *f, const red_plan *p, int hi, const emit_index *idx, LLVMValueRef *x) {
+  const red_hero *h = &p->h[hi];
+  for (int j = 0; j < h->n; j++) x[j] = emit_elemental(f, h->ins->operands[j], idx);
+  for (int i = 0; i < p->nleaves; i++) {
+    const red_leaf *l = &p->leaf[i];
+    if (l->kind != RED_LEAF_INPUT || l->hero != hi) continue;
+    LLVMValueRef v = emit_elemental(f, l->ins, idx);
+    emit_store_elem(f, l->type, f->outs[i], emit_linear_index(f, &l->shape, idx), v);
+  }
+}
+
+/* acc[] = reducer(acc[], x[]) for |n| results. */
+static void red_apply(emit_fn *f, const red_hero *h, LLVMValueRef *acc, const LLVMValueRef *x) {
+  LLVMValueRef args[2 * RED_MAX_N];
+  for (int j = 0; j < h->n; j++) args[j] = acc[j], args[h->n + j] = x[j];
+  emit_scalar_call(f, h->ins->calls[0], args, 2 * h->n, acc, h->n);
+}
+
+static void red_inits(emit_fn *f, const red_hero *h, LLVMValueRef *init) {
+  emit_index scalar = { .rank = 0 };
+  for (int j = 0; j < h->n; j++) init[j] = emit_elemental(f, h->ins->operands[h->n + j], &scalar);
+}
+
+/* ---- per kept index: lanes or sequential ------------------------------------------------ */
+
+/* The hero's values at kept index |kidx| into v[] (sequential order, from the init). */
+static void red_sequential(emit_fn *f, const red_plan *p, int hi, const emit_index *kidx, LLVMValueRef *v) {
+  const red_hero *h = &p->h[hi];
+  LLVMValueRef init[RED_MAX_N], slot[RED_MAX_N], acc[RED_MAX_N], x[RED_MAX_N];
+  LLVMTypeRef ct[RED_MAX_N];
+  red_inits(f, h, init);
+  for (int j = 0; j < h->n; j++) {
+    ct[j] = emit_compute_type(f->em, h->types[j]);
+    slot[j] = red_alloca(f, ct[j], 1, "seq.acc");
+    red_st(f, ct[j], slot[j], emit_i64(f, 0), init[j]);
+  }
+  emit_loop l;
+  emit_loop_begin(f, &l, emit_i64(f, 0), emit_i64(f, h->K), 1, "red.seq");
+  emit_index idx;
+  red_in_index(f, h, kidx, l.iv, &idx);
+  red_visit(f, p, hi, &idx, x);
+  for (int j = 0; j < h->n; j++) acc[j] = red_ld(f, ct[j], slot[j], emit_i64(f, 0));
+  red_apply(f, h, acc, x);
+  for (int j = 0; j < h->n; j++) red_st(f, ct[j], slot[j], emit_i64(f, 0), acc[j]);
+  emit_loop_end(f, &l);
+  for (int j = 0; j < h->n; j++) v[j] = red_ld(f, ct[j], slot[j], emit_i64(f, 0));
+}
+
+/* The reducer's op on W-lane vectors, with the elemental emitter's semantics for each lane
+   (elemental.c: float maximum/minimum pick a NaN operand, lhs first, else the lhs on ties;
+   pred add/maximum are or, multiply/minimum are and). |acc| is the reducer's parameter 0
+   (the running value), |x| parameter 1. */
+static LLVMValueRef red_vec_op(emit_fn *f, const red_hero *h, LLVMValueRef acc, LLVMValueRef x) {
+  LLVMBuilderRef b = f->em->b;
+  hlo_type t = h->types[0];
+  LLVMValueRef l = h->swapped ? x : acc, r = h->swapped ? acc : x;   /* root's lhs, rhs */
+  bool fl = hlo_type_is_float(t), mx = h->op == HLO_OP_MAXIMUM;
+  if (t == HLO_PRED) {
+    bool is_or = h->op == HLO_OP_ADD || h->op == HLO_OP_OR || mx;
+    return is_or ? LLVMBuildOr(b, l, r, "") : LLVMBuildAnd(b, l, r, "");
+  }
+  switch (h->op) {
+  case HLO_OP_ADD: return fl ? LLVMBuildFAdd(b, l, r, "") : LLVMBuildAdd(b, l, r, "");
+  case HLO_OP_MULTIPLY: return fl ? LLVMBuildFMul(b, l, r, "") : LLVMBuildMul(b, l, r, "");
+  case HLO_OP_AND: return LLVMBuildAnd(b, l, r, "");
+  case HLO_OP_OR: return LLVMBuildOr(b, l, r, "");
+  default: break;
+  }
+  if (!fl) {
+    LLVMIntPredicate lt = hlo_type_class_of(t) == HLO_CLASS_SINT ? LLVMIntSLT : LLVMIntULT;
+    LLVMValueRef c = mx ? LLVMBuildICmp(b, lt, l, r, "") : LLVMBuildICmp(b, lt, r, l, "");
+    return LLVMBuildSelect(b, c, r, l, "");
+  }
+  LLVMValueRef pick_r = mx ? LLVMBuildFCmp(b, LLVMRealOLT, l, r, "") : LLVMBuildFCmp(b, LLVMRealOLT, r, l, "");
+  LLVMValueRef v = LLVMBuildSelect(b, pick_r, r, l, "");
+  v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, r, r, ""), r, v, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, l, l, ""), l, v, "");
+}
+
+/* The W inputs x[j0 + l], l < W, as one vector (scalar elemental values, inserted: LLVM
+   turns consecutive loads into one vector load). */
+static LLVMValueRef red_vec_inputs(emit_fn *f, const red_plan *p, int hi, const emit_index *kidx,
+                                   LLVMValueRef j0, LLVMTypeRef vt) {
+  const red_hero *h = &p->h[hi];
+  LLVMBuilderRef b = f->em->b;
+  LLVMValueRef v = LLVMGetUndef(vt), x;
+  emit_index idx;
+  for (int l = 0; l < h->lanes; l++) {
+    LLVMValueRef j = l ? LLVMBuildNUWAdd(b, j0, emit_i64(f, l), "j") : j0;
+    red_in_index(f, h, kidx, j, &idx);
+    red_visit(f, p, hi, &idx, &x);
+    v = LLVMBuildInsertElement(b, v, x, LLVMConstInt(f->em->t_i32, (unsigned)l, 0), "");
+  }
+  return v;
+}
+
+/* The lane order of the top comment; |h|->n == 1, K >= W. The W partial accumulators are
+   one <W x T> value (a vector alloca that mem2reg turns into a phi). */
+static void red_lanes_value(emit_fn *f, const red_plan *p, int hi, const emit_index *kidx, LLVMValueRef *v) {
+  const red_hero *h = &p->h[hi];
+  int W = h->lanes;
+  int64_t Kv = h->K - h->K % W;
+  LLVMBuilderRef b = f->em->b;
+  LLVMTypeRef ct = emit_compute_type(f->em, h->types[0]), vt = LLVMVectorType(ct, (unsigned)W);
+  LLVMValueRef slot = red_alloca(f, vt, 1, "lanes"), x;
+  LLVMBuildStore(b, red_vec_inputs(f, p, hi, kidx, emit_i64(f, 0), vt), slot);  /* acc = x[0..W) */
+  if (Kv > W) {
+    emit_loop lp;
+    emit_loop_begin(f, &lp, emit_i64(f, W), emit_i64(f, Kv), W, "red.lanes");
+    LLVMValueRef xv = red_vec_inputs(f, p, hi, kidx, lp.iv, vt);
+    LLVMValueRef acc = LLVMBuildLoad2(b, vt, slot, "acc");
+    LLVMBuildStore(b, red_vec_op(f, h, acc, xv), slot);
+    emit_loop_end(f, &lp);
+  }
+  LLVMValueRef accv = LLVMBuildLoad2(b, vt, slot, "acc"), acc[RED_MAX_LANES];
+  for (int l = 0; l < W; l++) acc[l] = LLVMBuildExtractElement(b, accv, LLVMConstInt(f->em->t_i32, (unsigned)l, 0), "");
+  for (int s = W / 2; s >= 1; s /= 2)            /* fixed tree: acc[l] = f(acc[l], acc[l+s]) */
+    for (int l = 0; l < s; l++) {
+      LLVMValueRef y = acc[l + s];
+      red_apply(f, h, &acc[l], &y);
+    }
+  red_inits(f, h, v);                            /* v = f(init, tree), then the remainder */
+  red_apply(f, h, v, &acc[0]);
+  emit_index idx;
+  for (int64_t j = Kv; j < h->K; j++) {
+    red_in_index(f, h, kidx, emit_i64(f, j), &idx);
+    red_visit(f, p, hi, &idx, &x);
+    red_apply(f, h, v, &x);
+  }
+}
+
+/* ---- the row's values, kept-shape and input-shape outputs ----------------------------------- */
+
+/* From now on (until red_override_reset) emit_elemental gives hero |h|'s values |hv| for
+   every read of it. */
+static void red_override_add(emit_fn *f, const red_plan *p, int h, LLVMValueRef *hv) {
+  for (int i = 0; i < p->nov; i++) {
+    if (p->ov_hero[i] != h) continue;
+    if (!f->override_ins) {
+      f->override_ins = p->ov[i], f->override_val = hv[p->ov_k[i]];
+    } else {
+      f->override_ins2[f->noverrides] = p->ov[i];
+      f->override_val2[f->noverrides++] = hv[p->ov_k[i]];
+    }
+  }
+  emit_cache_clear(f);   /* nothing cached may have inlined the reduce itself */
+}
+
+static void red_override_reset(emit_fn *f) {
+  f->override_ins = NULL, f->override_val = NULL, f->noverrides = 0;
+  emit_cache_clear(f);
+}
+
+/* The DIRECT and KEPT leaves at kept index |kidx| (linear |klin|), from the heroes' values
+   |hv| (every hero overridden). */
+static void red_epilogue(emit_fn *f, const red_plan *p, const emit_index *kidx, LLVMValueRef klin,
+                         LLVMValueRef hv[][RED_MAX_N]) {
+  for (int i = 0; i < p->nleaves; i++) {
+    const red_leaf *l = &p->leaf[i];
+    if (l->kind == RED_LEAF_DIRECT)
+      emit_store_elem(f, l->type, f->outs[i], klin, hv[l->hero][l->k]);
+    else if (l->kind == RED_LEAF_KEPT)
+      emit_store_elem(f, l->type, f->outs[i], klin, emit_elemental(f, l->ins, kidx));
+  }
+}
+
+/* The FULL leaves at each of the K input elements of row |kidx| (every hero overridden):
+   one loop per input shape, the row's elements in order (a plain loop LLVM vectorises). */
+static void red_full_rows(emit_fn *f, const red_plan *p, const emit_index *kidx, LLVMValueRef klin) {
+  LLVMBuilderRef b = f->em->b;
+  for (int hi = 0; hi < p->nh; hi++) {
+    int first = -1;
+    for (int i = 0; i < p->nleaves && first < 0; i++)
+      if (p->leaf[i].kind == RED_LEAF_FULL && p->leaf[i].hero == hi) first = i;
+    if (first < 0) continue;
+    const red_hero *h = &p->h[hi];
+    bool row = red_is_row(h);   /* then input linear = klin * K + j */
+    LLVMValueRef base = row ? LLVMBuildNUWMul(b, klin, emit_i64(f, h->K), "rowbase") : NULL;
+    emit_loop l;
+    emit_loop_begin(f, &l, emit_i64(f, 0), emit_i64(f, h->K), 1, "row.out");
+    emit_index idx;
+    red_in_index(f, h, kidx, l.iv, &idx);
+    LLVMValueRef lin = row ? LLVMBuildNUWAdd(b, base, l.iv, "lin")
+                           : emit_linear_index(f, &h->ins->operands[0]->shape, &idx);
+    for (int i = first; i < p->nleaves; i++) {
+      const red_leaf *lf = &p->leaf[i];
+      if (lf->kind == RED_LEAF_FULL && lf->hero == hi)
+        emit_store_elem(f, lf->type, f->outs[i], lin, emit_elemental(f, lf->ins, &idx));
+    }
+    emit_loop_end(f, &l);
+  }
+}
+
+static void red_emit_per_kept(emit_fn *f, const red_plan *p) {
+  emit_loop lr;
+  emit_loop_begin(f, &lr, f->begin, f->end, 1, "kept");
+  emit_index kidx;
+  emit_delinearize(f, &p->kept, lr.iv, &kidx);
+  LLVMValueRef hv[RED_MAX_HEROES][RED_MAX_N];
+  for (int o = 0; o < p->nh; o++) {
+    int h = p->order[o];
+    if (p->h[h].lanes > 1) red_lanes_value(f, p, h, &kidx, hv[h]);
+    else red_sequential(f, p, h, &kidx, hv[h]);
+    red_override_add(f, p, h, hv[h]);
+  }
+  red_epilogue(f, p, &kidx, lr.iv, hv);
+  if (p->full) red_full_rows(f, p, &kidx, lr.iv);
+  red_override_reset(f);
+  emit_loop_end(f, &lr);
+}
+
+/* ---- column strategy --------------------------------------------------------------------- */
+
+static void red_emit_column(emit_fn *f, const red_plan *p) {
+  LLVMBuilderRef b = f->em->b;
+  LLVMValueRef acc[RED_MAX_HEROES][RED_MAX_N];
+  LLVMTypeRef ct[RED_MAX_HEROES][RED_MAX_N];
+  for (int h = 0; h < p->nh; h++)
+    for (int j = 0; j < p->h[h].n; j++) {
+      ct[h][j] = emit_compute_type(f->em, p->h[h].types[j]);
+      acc[h][j] = red_alloca(f, ct[h][j], p->cb, "col.acc");
+    }
+  emit_loop lu;
+  emit_loop_begin(f, &lu, f->begin, f->end, 1, "colblock");
+  LLVMValueRef nb = emit_i64(f, p->nb);
+  LLVMValueRef co = LLVMBuildUDiv(b, lu.iv, nb, "co"), cb = LLVMBuildURem(b, lu.iv, nb, "cb");
+  LLVMValueRef c0 = LLVMBuildNUWMul(b, cb, emit_i64(f, p->cb), "c0");
+  LLVMValueRef c1 = LLVMBuildNUWAdd(b, c0, emit_i64(f, p->cb), "c1");
+  LLVMValueRef cm = emit_i64(f, p->Cm);
+  c1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, c1, cm, "lt"), c1, cm, "c1");
+  /* kept index (outer kept dims from co, minor = c); co-only part built once */
+  emit_index kout;
+  hlo_shape outer = p->kept;
+  outer.rank--;
+  emit_delinearize(f, &outer, co, &kout);
+  LLVMValueRef kbase = LLVMBuildNUWMul(b, co, cm, "kbase");
+  for (int h = 0; h < p->nh; h++) {
+    const red_hero *hh = &p->h[h];
+    LLVMValueRef init[RED_MAX_N], a[RED_MAX_N], x[RED_MAX_N];
+    red_inits(f, hh, init);
+    emit_loop li;
+    emit_loop_begin(f, &li, c0, c1, 1, "col.init");
+    for (int j = 0; j < hh->n; j++) red_st(f, ct[h][j], acc[h][j], LLVMBuildNUWSub(b, li.iv, c0, "ci"), init[j]);
+    emit_loop_end(f, &li);
+    emit_loop lk, lc;
+    emit_loop_begin(f, &lk, emit_i64(f, 0), emit_i64(f, hh->K), 1, "col.k");
+    LLVMValueRef k = lk.iv;
+    emit_loop_begin(f, &lc, c0, c1, 1, "col.c");
+    emit_index kidx = kout, idx;
+    kidx.v[kidx.rank++] = lc.iv;
+    red_in_index(f, hh, &kidx, k, &idx);
+    red_visit(f, p, h, &idx, x);
+    LLVMValueRef ci = LLVMBuildNUWSub(b, lc.iv, c0, "ci");
+    for (int j = 0; j < hh->n; j++) a[j] = red_ld(f, ct[h][j], acc[h][j], ci);
+    red_apply(f, hh, a, x);
+    for (int j = 0; j < hh->n; j++) red_st(f, ct[h][j], acc[h][j], ci, a[j]);
+    emit_loop_end(f, &lc);
+    emit_loop_end(f, &lk);
+  }
+  emit_loop le;
+  emit_loop_begin(f, &le, c0, c1, 1, "col.out");
+  emit_index kidx = kout;
+  kidx.v[kidx.rank++] = le.iv;
+  LLVMValueRef ci = LLVMBuildNUWSub(b, le.iv, c0, "ci");
+  LLVMValueRef hv[RED_MAX_HEROES][RED_MAX_N];
+  for (int h = 0; h < p->nh; h++)
+    for (int j = 0; j < p->h[h].n; j++) hv[h][j] = red_ld(f, ct[h][j], acc[h][j], ci);
+  for (int h = 0; h < p->nh; h++) red_override_add(f, p, h, hv[h]);
+  red_epilogue(f, p, &kidx, LLVMBuildNUWAdd(b, kbase, le.iv, "klin"), hv);
+  red_override_reset(f);
+  emit_loop_end(f, &le);
+  emit_loop_end(f, &lu);
+}
+
+/* ---- entry point -------------------------------------------------------------------------- */
+
+hj_status emit_reduction_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                                const char *name, emit_kernel *out) {
+  (void)hero;   /* every reduce of the fusion is a hero here */
+  memset(out, 0, sizeof *out);
+  if (fusion->ncalls < 1 || !fusion->calls[0])
+    return hj__err(em->ctx, HJ_ERR_INVALID_ARG, "reduction emitter: fusion '%s' has no computation", fusion->name);
+  red_plan *p = calloc(1, sizeof *p);
+  if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "reduction emitter: out of memory");
+  hj_status st = red_analyse(em, fusion, p);
+  emit_fn f;
+  if (!st) st = emit_kernel_begin(&f, em, name, fusion, false);
+  if (!st) {
+    if (f.nouts != p->nleaves)
+      emit_fail(&f, HJ_ERR_INTERNAL, "%d output buffers, %d output leaves", f.nouts, p->nleaves);
+    else if (p->column) red_emit_column(&f, p);
+    else red_emit_per_kept(&f, p);
+    st = emit_kernel_end(&f);
+  }
+  if (!st) {
+    int64_t work = 1;
+    for (int h = 0; h < p->nh; h++) work += p->h[h].K;
+    for (int h = 0; h < p->nh; h++)   /* a FULL loop per input shape */
+      for (int i = 0; i < p->nleaves; i++)
+        if (p->leaf[i].kind == RED_LEAF_FULL && p->leaf[i].hero == h) { work += p->h[h].K; break; }
+    if (p->column) {
+      out->parallel_n = p->Co * p->nb;
+      work *= p->cb;
+    } else {
+      out->parallel_n = hlo_shape_numel(&p->kept);
+    }
+    out->grain = work >= 32768 ? 1 : 32768 / work;
+    out->kind = EMIT_KIND_REDUCTION;
+    snprintf(out->name, sizeof out->name, "%s", name);
+  }
+  free(p);
+  return st;
+}
+
+#undef RED_MAX_HEROES
+#undef RED_MAX_N
+#undef RED_MAX_LANES
+#undef RED_CB
+#undef RED_MAX_OV
+#undef RED_SYM_ZERO
+#undef RED_SYM_RED

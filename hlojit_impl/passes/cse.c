@@ -1,0 +1,146 @@
+/* passes/cse.c — common subexpression elimination by hash-consing.
+
+   Two instructions of one computation are the same value when they have the same opcode,
+   shape (layout included), operands (after earlier merges), called computations (by
+   identity) and attributes (every attribute field compared, so an op's irrelevant fields,
+   which are zero, never matter), and for constants the same literal bits. Parameters are
+   never merged (each is an input). No op of the IR has side effects, so everything else
+   may be merged.
+
+   Algorithm, per computation, in text order: hash the instruction (its operands are
+   already canonical, since they come earlier), look it up in a hash map of canonical
+   instructions by hash, compare with each candidate exactly; on a match replace all uses
+   by the candidate (the duplicate is left for DCE), else make it canonical. One sweep
+   reaches the fixed point: a merge only makes later instructions more alike. */
+#include "../internal.h"
+
+static uint64_t cse_mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0x100000001b3ull;
+}
+
+static uint64_t cse_bytes(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static bool cse_ints_eq(hlo_ints a, hlo_ints b) {
+  if (a.n != b.n) return false;
+  return a.n == 0 || memcmp(a.v, b.v, sizeof(int64_t) * (size_t)a.n) == 0;
+}
+
+static bool cse_window_eq(const hlo_window *a, const hlo_window *b) {
+  return cse_ints_eq(a->size, b->size) && cse_ints_eq(a->stride, b->stride) &&
+         cse_ints_eq(a->pad_lo, b->pad_lo) && cse_ints_eq(a->pad_hi, b->pad_hi) &&
+         cse_ints_eq(a->base_dilation, b->base_dilation) &&
+         cse_ints_eq(a->window_dilation, b->window_dilation);
+}
+
+static bool cse_attrs_eq(const hlo_instr *a, const hlo_instr *b) {
+  const hlo_gather_dims *ga = &a->gather, *gb = &b->gather;
+  const hlo_scatter_dims *sa = &a->scatter, *sb = &b->scatter;
+  return a->index == b->index && cse_ints_eq(a->dims, b->dims) &&
+         cse_ints_eq(a->slice_start, b->slice_start) &&
+         cse_ints_eq(a->slice_limit, b->slice_limit) &&
+         cse_ints_eq(a->slice_stride, b->slice_stride) && cse_ints_eq(a->ds_sizes, b->ds_sizes) &&
+         cse_ints_eq(a->pad_lo, b->pad_lo) && cse_ints_eq(a->pad_hi, b->pad_hi) &&
+         cse_ints_eq(a->pad_interior, b->pad_interior) && a->cmp_dir == b->cmp_dir &&
+         a->cmp_type == b->cmp_type && cse_ints_eq(a->dot.lhs_batch, b->dot.lhs_batch) &&
+         cse_ints_eq(a->dot.rhs_batch, b->dot.rhs_batch) &&
+         cse_ints_eq(a->dot.lhs_contract, b->dot.lhs_contract) &&
+         cse_ints_eq(a->dot.rhs_contract, b->dot.rhs_contract) &&
+         cse_ints_eq(ga->offset_dims, gb->offset_dims) &&
+         cse_ints_eq(ga->collapsed_slice_dims, gb->collapsed_slice_dims) &&
+         cse_ints_eq(ga->start_index_map, gb->start_index_map) &&
+         cse_ints_eq(ga->slice_sizes, gb->slice_sizes) &&
+         cse_ints_eq(ga->operand_batching_dims, gb->operand_batching_dims) &&
+         cse_ints_eq(ga->start_indices_batching_dims, gb->start_indices_batching_dims) &&
+         ga->index_vector_dim == gb->index_vector_dim &&
+         ga->indices_are_sorted == gb->indices_are_sorted &&
+         cse_ints_eq(sa->update_window_dims, sb->update_window_dims) &&
+         cse_ints_eq(sa->inserted_window_dims, sb->inserted_window_dims) &&
+         cse_ints_eq(sa->scatter_dims_to_operand_dims, sb->scatter_dims_to_operand_dims) &&
+         cse_ints_eq(sa->input_batching_dims, sb->input_batching_dims) &&
+         cse_ints_eq(sa->scatter_indices_batching_dims, sb->scatter_indices_batching_dims) &&
+         sa->index_vector_dim == sb->index_vector_dim &&
+         sa->indices_are_sorted == sb->indices_are_sorted &&
+         sa->unique_indices == sb->unique_indices && cse_window_eq(&a->window, &b->window) &&
+         a->fusion_kind == b->fusion_kind && a->is_stable == b->is_stable;
+}
+
+static bool cse_literal_eq(const hlo_literal *a, const hlo_literal *b) {
+  if (!a || !b) return a == b;
+  if (a->nbytes != b->nbytes || a->nelems != b->nelems) return false;
+  if (a->nbytes > 0 && memcmp(a->data, b->data, (size_t)a->nbytes) != 0) return false;
+  for (int i = 0; i < a->nelems; i++)
+    if (!cse_literal_eq(a->elems[i], b->elems[i])) return false;
+  return true;
+}
+
+static bool cse_same(const hlo_instr *a, const hlo_instr *b) {
+  if (a->op != b->op || a->noperands != b->noperands || a->ncalls != b->ncalls) return false;
+  if (!hlo_shape_equal(&a->shape, &b->shape) || !hlo_shape_compatible(&a->shape, &b->shape))
+    return false;
+  for (int k = 0; k < a->noperands; k++)
+    if (a->operands[k] != b->operands[k]) return false;
+  for (int k = 0; k < a->ncalls; k++)
+    if (a->calls[k] != b->calls[k]) return false;
+  if (a->op == HLO_OP_CONSTANT && !cse_literal_eq(a->literal, b->literal)) return false;
+  return cse_attrs_eq(a, b);
+}
+
+static uint64_t cse_literal_hash(uint64_t h, const hlo_literal *l) {
+  if (!l) return h;
+  if (l->nbytes > 0) h = cse_bytes(h, l->data, (size_t)(l->nbytes < 256 ? l->nbytes : 256));
+  for (int i = 0; i < l->nelems; i++) h = cse_literal_hash(h, l->elems[i]);
+  return h;
+}
+
+/* Hashes a subset of what cse_same compares (equal instructions hash equal). */
+static uint64_t cse_hash(const hlo_instr *ins) {
+  uint64_t h = cse_mix(0xcbf29ce484222325ull, (uint64_t)ins->op);
+  h = cse_mix(h, (uint64_t)ins->shape.type);
+  for (int d = 0; d < ins->shape.rank; d++) h = cse_mix(h, (uint64_t)ins->shape.dims[d]);
+  for (int k = 0; k < ins->noperands; k++) h = cse_mix(h, (uint64_t)ins->operands[k]->id);
+  for (int k = 0; k < ins->ncalls; k++) h = cse_mix(h, (uint64_t)(uintptr_t)ins->calls[k]);
+  h = cse_mix(h, (uint64_t)ins->index);
+  for (int k = 0; k < ins->dims.n; k++) h = cse_mix(h, (uint64_t)ins->dims.v[k]);
+  if (ins->op == HLO_OP_CONSTANT) h = cse_literal_hash(h, ins->literal);
+  return h;
+}
+
+static bool cse_comp(hlo_comp *c) {
+  /* 31-bit keys: stb_ds hashes keys with (int)byte << 24, UB for a top byte >= 128 */
+  struct cse_bucket { uint32_t key; hlo_instr **value; } *map = NULL;
+  bool any = false;
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+    hlo_instr *ins = c->instrs[i];
+    if (ins->op == HLO_OP_PARAMETER) continue;
+    uint64_t h64 = cse_hash(ins);
+    uint32_t h = (uint32_t)(h64 ^ (h64 >> 32)) & 0x7fffffffu;   /* see above */
+    ptrdiff_t j = hmgeti(map, h);
+    hlo_instr *found = NULL;
+    for (ptrdiff_t k = 0; j >= 0 && k < arrlen(map[j].value) && !found; k++)
+      if (cse_same(map[j].value[k], ins)) found = map[j].value[k];
+    if (found) {
+      any |= hlo_replace_all_uses(c, ins, found);
+      continue;
+    }
+    if (j < 0) {
+      hmput(map, h, NULL);
+      j = hmgeti(map, h);
+    }
+    arrput(map[j].value, ins);
+  }
+  for (ptrdiff_t j = 0; j < hmlen(map); j++) arrfree(map[j].value);
+  hmfree(map);
+  return any;
+}
+
+hj_status hlo_pass_cse(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  bool any = false;
+  for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) any |= cse_comp(m->comps[ci]);
+  *changed = any;
+  return HJ_OK;
+}

@@ -1,0 +1,80 @@
+/* passes/pass.c — the pass framework: run one pass, check the module after it, dump it.
+
+   Every pass of pipeline.c goes through hlo_pass_run, so that "which pass broke the
+   module" is always answered by the verifier message naming the pass, and so that
+   HLOJIT_DUMP_TO=DIR leaves one HLO text file per pass, numbered in run order:
+     DIR/000.input.txt, DIR/001.inline-calls.txt, DIR/002.tuple-simplify.txt, ...
+   (diff two neighbours to see what a pass did). The verifier runs after every pass in
+   debug builds (NDEBUG not defined) and whenever pc->verify_each is set. */
+#include "../internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx) {
+  memset(pc, 0, sizeof *pc);
+  pc->ctx = ctx;
+  const char *d = ctx ? ctx->opt.dump_dir : NULL;
+  if (!d || !*d) d = getenv("HLOJIT_DUMP_TO");
+  pc->dump_dir = d && *d ? d : NULL;
+}
+
+/* mkdir -p |dir| (the last component included). */
+static bool pas_mkdirs(const char *dir) {
+  char buf[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char c = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return false;
+    buf[i] = c;
+  }
+  return true;
+}
+
+hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m) {
+  if (!pc->dump_dir) return HJ_OK;
+  int seq = pc->dump_seq++;
+  if (!pas_mkdirs(pc->dump_dir))
+    return hj__err(pc->ctx, HJ_ERR_IO, "dump after pass '%s': cannot create directory '%s'",
+                   name, pc->dump_dir);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%03d.%s.txt", pc->dump_dir, seq, name);
+  char *text = NULL;
+  hj_status st = hlo_print_module(m, &text);
+  if (st != HJ_OK) return st;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    free(text);
+    return hj__err(pc->ctx, HJ_ERR_IO, "dump after pass '%s': cannot write '%s'", name, path);
+  }
+  size_t len = strlen(text);
+  bool ok = fwrite(text, 1, len, f) == len;
+  ok &= fclose(f) == 0;
+  free(text);
+  return ok ? HJ_OK : hj__err(pc->ctx, HJ_ERR_IO, "dump after pass '%s': short write to '%s'",
+                              name, path);
+}
+
+hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
+                       bool *changed) {
+  bool ch = false;
+  hj_status st = fn(pc, m, &ch);
+  if (changed) *changed = ch;
+  if (st != HJ_OK) return st;
+  bool verify = pc->verify_each;
+#ifndef NDEBUG
+  verify = true;
+#endif
+  if (verify && (st = hlo_verify_module(m)) != HJ_OK) {
+    char msg[sizeof m->ctx->err];
+    snprintf(msg, sizeof msg, "%s", m->ctx ? hj_ctx_error(m->ctx) : "");
+    hj__err(m->ctx, HJ_ERR_INTERNAL, "after pass '%s': %s", name, msg);
+    hlo_pass_dump(pc, name, m);        /* the broken module, for the bug report */
+    return HJ_ERR_INTERNAL;
+  }
+  return hlo_pass_dump(pc, name, m);
+}

@@ -1,0 +1,355 @@
+/* runtime/buffer_assign.c — where every value of one computation lives while it runs.
+
+   Values: the array leaves of the instructions (tuple shapes flattened depth first).
+   Each leaf belongs to a storage group; a group has one home:
+     PARAM   the caller's input buffer (a parameter leaf; never written),
+     CONST   the constant's data (never written),
+     OUTPUT  the caller's output buffer k (a root leaf the program computes itself),
+     ARENA   a 64-byte aligned slot [offset, offset+bytes) of the computation's arena.
+   Aliases share their operand's group: tuple (its operands' leaves), get-tuple-element
+   (a sub-range), reshape and bitcast with default layouts (buffers are dense row-major in
+   logical order, so these are no-ops), opt-barrier. Everything else (fusion, while,
+   conditional) defines new groups.
+
+   Steps, over the text order 0..n-1 of the computation (the schedule):
+     1. leaves and groups as above; last[g] = the last instruction using any leaf of g
+        (root leaves: live to the end, n);
+     2. in-place dynamic-update-slice: a fusion whose fused root is a dynamic-update-slice
+        of fused parameter p updates operand p's storage when that storage is an ARENA
+        group whose last use is this fusion and operand p is passed only once: the output
+        group is merged into operand p's (dus_inplace[i], reported to the emitter);
+     3. outputs: root leaf k takes output buffer k when its group is computed here and not
+        yet an output; a root leaf that is a parameter, a constant or a repeat of an
+        earlier root leaf gets a copy at the end instead (ba_plan.copies);
+     4. arena: at instruction i, first the groups defined at i (and i's scratch) get
+        the first gap that fits (first fit over the live slots sorted by offset), then the
+        groups whose last use is i are released. Allocating before releasing means that
+        an instruction's outputs never share memory with its inputs.
+   Worked example (f32[1024] = 4 KiB each):  a = f(p); b = g(a); c = h(b); ROOT d = k(c)
+     a -> [0,4K)  (i=0); b -> [4K,8K) then a released (i=1); c -> [0,4K) then b released;
+     d -> output 0.  Peak arena: 8 KiB (12 KiB without reuse). */
+#include "../internal.h"
+#include <stdlib.h>
+
+#define BA_ALIGN 64
+
+typedef struct ba_group {
+  ba_where where;
+  int64_t index;          /* PARAM/OUTPUT/CONST index, ARENA offset */
+  int64_t bytes;
+  int def, last;          /* instruction positions */
+} ba_group;
+
+typedef struct ba_state {
+  hj_ctx_t *ctx;
+  const hlo_comp *c;
+  int n;
+  int **leafgrp;          /* per instruction: stb_ds array of group ids (-1: token leaf) */
+  ba_group *groups;       /* stb_ds */
+  int *uf;                /* union-find parent per group */
+  int *pos_of_id;         /* instruction id -> position */
+  int nids;
+} ba_state;
+
+const char *ba_where_name(ba_where w) {
+  static const char *names[] = { "none", "param", "output", "const", "arena" };
+  return (unsigned)w <= BA_ARENA ? names[w] : "?";
+}
+
+static int ba_find(ba_state *s, int g) {
+  while (g >= 0 && s->uf[g] != g) g = s->uf[g] = s->uf[s->uf[g]];
+  return g;
+}
+
+static int ba_new_group(ba_state *s, ba_where w, int64_t index, int64_t bytes, int def) {
+  ba_group g = { .where = w, .index = index, .bytes = bytes, .def = def, .last = def };
+  arrput(s->groups, g);
+  arrput(s->uf, (int)arrlen(s->groups) - 1);
+  return (int)arrlen(s->groups) - 1;
+}
+
+static int ba_nleaves(const hlo_shape *sh) {
+  if (sh->type != HLO_TUPLE) return 1;
+  int n = 0;
+  for (int i = 0; i < sh->ntuple; i++) n += ba_nleaves(&sh->tuple[i]);
+  return n;
+}
+
+/* Depth-first array leaves of a literal (tuple constants). */
+static void ba_lit_leaves(const hlo_literal *l, const hlo_literal ***out) {
+  if (l->shape.type == HLO_TUPLE) {
+    for (int i = 0; i < l->nelems; i++) ba_lit_leaves(l->elems[i], out);
+  } else {
+    arrput(*out, l);
+  }
+}
+
+static int ba_pos(const ba_state *s, const hlo_instr *ins) {
+  return ins->id >= 0 && ins->id < s->nids ? s->pos_of_id[ins->id] : -1;
+}
+
+/* Step 1 for instruction |i|: its leaves' groups. */
+static hj_status ba_leaves_of(ba_state *s, ba_plan *p, int i, const int *param_base) {
+  const hlo_instr *ins = s->c->instrs[i];
+  int *lg = NULL;
+  const hlo_shape **sh = NULL;
+  hlo_shape_leaves(&ins->shape, &sh);
+  int op0 = ins->noperands > 0 ? ba_pos(s, ins->operands[0]) : -1;
+  if (ins->noperands > 0 && op0 < 0) {
+    arrfree(sh);
+    return hj__err(s->ctx, HJ_ERR_INTERNAL, "buffer assignment: operand of '%s' is not in '%s'",
+                   ins->name, s->c->name);
+  }
+  switch (ins->op) {
+  case HLO_OP_PARAMETER:
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++)
+      arrput(lg, sh[j]->type == HLO_TOKEN ? -1
+                 : ba_new_group(s, BA_PARAM, param_base[ins->index] + j, hlo_shape_bytes(sh[j]), i));
+    break;
+  case HLO_OP_CONSTANT: {
+    const hlo_literal **lits = NULL;
+    if (ins->literal) ba_lit_leaves(ins->literal, &lits);
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++) {
+      if (j >= arrlen(lits) || sh[j]->type == HLO_TOKEN) {
+        arrput(lg, -1);
+        continue;
+      }
+      ba_const k = { ins, lits[j] };
+      arrput(p->consts, k);
+      arrput(lg, ba_new_group(s, BA_CONST, arrlen(p->consts) - 1, lits[j]->nbytes, i));
+    }
+    arrfree(lits);
+    break;
+  }
+  case HLO_OP_TUPLE:
+    for (int k = 0; k < ins->noperands; k++) {
+      int *og = s->leafgrp[ba_pos(s, ins->operands[k])];
+      for (ptrdiff_t j = 0; j < arrlen(og); j++) arrput(lg, og[j]);
+    }
+    break;
+  case HLO_OP_GET_TUPLE_ELEMENT: {
+    const hlo_shape *os = &ins->operands[0]->shape;
+    int from = 0;
+    for (int k = 0; k < ins->index && k < os->ntuple; k++) from += ba_nleaves(&os->tuple[k]);
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++) arrput(lg, s->leafgrp[op0][from + j]);
+    break;
+  }
+  case HLO_OP_RESHAPE: case HLO_OP_BITCAST: case HLO_OP_OPT_BARRIER:
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++) arrput(lg, s->leafgrp[op0][j]);
+    break;
+  default:
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++)
+      arrput(lg, sh[j]->type == HLO_TOKEN ? -1
+                 : ba_new_group(s, BA_ARENA, 0, hlo_shape_bytes(sh[j]), i));
+    break;
+  }
+  arrfree(sh);
+  s->leafgrp[i] = lg;
+  return HJ_OK;
+}
+
+/* Step 2: may fusion |i| update its operand in place? */
+static void ba_dus(ba_state *s, ba_plan *p, int i) {
+  const hlo_instr *f = s->c->instrs[i];
+  if (f->op != HLO_OP_FUSION || f->ncalls != 1 || arrlen(s->leafgrp[i]) != 1) return;
+  const hlo_instr *r = f->calls[0]->root;
+  if (!r || r->op != HLO_OP_DYNAMIC_UPDATE_SLICE || r->operands[0]->op != HLO_OP_PARAMETER) return;
+  int64_t pn = r->operands[0]->index;
+  if (pn < 0 || pn >= f->noperands) return;
+  const hlo_instr *opnd = f->operands[pn];
+  for (int k = 0; k < f->noperands; k++)
+    if (k != pn && f->operands[k] == opnd) return;
+  int *og = s->leafgrp[ba_pos(s, opnd)];
+  if (arrlen(og) != 1 || og[0] < 0) return;
+  int g0 = ba_find(s, og[0]), go = ba_find(s, s->leafgrp[i][0]);
+  ba_group *G0 = &s->groups[g0];
+  if (G0->where != BA_ARENA || G0->last != i || G0->bytes != s->groups[go].bytes || g0 == go) return;
+  s->uf[go] = g0;
+  if (s->groups[go].last > G0->last) G0->last = s->groups[go].last;
+  p->dus_inplace[i] = true;
+}
+
+typedef struct { int64_t off, size; int owner; } ba_block;
+
+static int64_t ba_first_fit(ba_block **live, int64_t size, int owner, int64_t *peak) {
+  int64_t at = 0;
+  ptrdiff_t k = 0;
+  for (; k < arrlen(*live); k++) {
+    if ((*live)[k].off - at >= size) break;
+    int64_t end = (*live)[k].off + (*live)[k].size;
+    if (end > at) at = end;
+  }
+  ba_block b = { at, size, owner };
+  arrins(*live, k, b);
+  if (at + size > *peak) *peak = at + size;
+  return at;
+}
+
+static void ba_release(ba_block **live, int owner) {
+  for (ptrdiff_t k = 0; k < arrlen(*live); k++)
+    if ((*live)[k].owner == owner) {
+      arrdel(*live, k);
+      return;
+    }
+}
+
+/* Step 4. Scratch of instruction i is owner -(i+1). */
+static void ba_arena(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
+  ba_block *live = NULL;
+  int64_t peak = 0;
+  for (int i = 0; i < s->n; i++) {
+    for (ptrdiff_t g = 0; g < arrlen(s->groups); g++) {
+      ba_group *G = &s->groups[g];
+      if (ba_find(s, (int)g) != g || G->where != BA_ARENA || G->def != i) continue;
+      int64_t sz = (G->bytes + BA_ALIGN - 1) / BA_ALIGN * BA_ALIGN;
+      p->values_bytes += sz;
+      G->index = sz ? ba_first_fit(&live, sz, (int)g, &peak) : 0;
+    }
+    if (scratch_bytes && scratch_bytes[i] > 0) {
+      int64_t sz = (scratch_bytes[i] + BA_ALIGN - 1) / BA_ALIGN * BA_ALIGN;
+      p->scratch[i] = ba_first_fit(&live, sz, -(i + 1), &peak);
+      p->values_bytes += sz;
+      ba_release(&live, -(i + 1));
+    }
+    for (ptrdiff_t g = 0; g < arrlen(s->groups); g++) {
+      ba_group *G = &s->groups[g];
+      if (ba_find(s, (int)g) == g && G->where == BA_ARENA && G->last == i && G->bytes > 0)
+        ba_release(&live, (int)g);
+    }
+  }
+  arrfree(live);
+  p->arena_bytes = peak;
+}
+
+/* Steps 1-3 need the flattened parameter offsets. */
+static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
+  const hlo_comp *c = s->c;
+  int np = (int)arrlen(c->params), *base = calloc((size_t)np + 1, sizeof *base);
+  if (!base) return hj__err(s->ctx, HJ_ERR_OOM, "buffer assignment: out of memory");
+  for (int k = 0; k < np; k++) base[k + 1] = base[k] + (c->params[k] ? ba_nleaves(&c->params[k]->shape) : 0);
+  p->nin = base[np];
+  hj_status st = HJ_OK;
+  for (int i = 0; i < s->n && st == HJ_OK; i++) st = ba_leaves_of(s, p, i, base);
+  free(base);
+  if (st != HJ_OK) return st;
+  for (int i = 0; i < s->n; i++) {                       /* last uses */
+    const hlo_instr *ins = c->instrs[i];
+    for (int k = 0; k < ins->noperands; k++) {
+      int *og = s->leafgrp[ba_pos(s, ins->operands[k])];
+      for (ptrdiff_t j = 0; j < arrlen(og); j++)
+        if (og[j] >= 0 && s->groups[og[j]].last < i) s->groups[og[j]].last = i;
+    }
+  }
+  int rp = c->root ? ba_pos(s, c->root) : -1;
+  int *rl = rp >= 0 ? s->leafgrp[rp] : NULL;
+  for (ptrdiff_t j = 0; j < arrlen(rl); j++)
+    if (rl[j] >= 0) s->groups[rl[j]].last = s->n;
+  for (int i = 0; i < s->n; i++) ba_dus(s, p, i);
+  p->nout = (int)arrlen(rl);
+  for (ptrdiff_t k = 0; k < arrlen(rl); k++) {            /* outputs */
+    int g = ba_find(s, rl[k]);
+    if (g < 0) continue;
+    ba_group *G = &s->groups[g];
+    if (G->where == BA_ARENA) {
+      G->where = BA_OUTPUT;
+      G->index = k;
+    } else {
+      ba_copy cp = { (int)k, { G->where, G->index, G->bytes } };
+      arrput(p->copies, cp);
+    }
+  }
+  ba_arena(s, p, scratch_bytes);
+  return HJ_OK;
+}
+
+hj_status ba_assign(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_bytes, ba_plan *out) {
+  memset(out, 0, sizeof *out);
+  out->comp = c;
+  ba_state s = { .ctx = ctx, .c = c, .n = (int)arrlen(c->instrs) };
+  s.nids = c->module->next_id + 1;
+  for (int i = 0; i < s.n; i++)
+    if (c->instrs[i]->id >= s.nids) s.nids = c->instrs[i]->id + 1;
+  s.pos_of_id = malloc(sizeof(int) * (size_t)s.nids);
+  s.leafgrp = calloc((size_t)s.n + 1, sizeof *s.leafgrp);
+  out->dus_inplace = calloc((size_t)s.n + 1, sizeof *out->dus_inplace);
+  out->scratch = malloc(sizeof(int64_t) * ((size_t)s.n + 1));
+  hj_status st = HJ_OK;
+  if (!s.pos_of_id || !s.leafgrp || !out->dus_inplace || !out->scratch) {
+    st = hj__err(ctx, HJ_ERR_OOM, "buffer assignment: out of memory");
+  } else {
+    for (int i = 0; i < s.nids; i++) s.pos_of_id[i] = -1;
+    for (int i = 0; i < s.n; i++) {
+      s.pos_of_id[c->instrs[i]->id] = i;
+      out->scratch[i] = -1;
+    }
+    st = ba_build(&s, out, scratch_bytes);
+  }
+  for (int i = 0; st == HJ_OK && i < s.n; i++) {         /* locations */
+    ba_loc *v = NULL;
+    const hlo_shape **sh = NULL;
+    hlo_shape_leaves(&c->instrs[i]->shape, &sh);
+    for (ptrdiff_t j = 0; j < arrlen(s.leafgrp[i]); j++) {
+      int g = ba_find(&s, s.leafgrp[i][j]);
+      ba_loc l = { BA_NONE, 0, 0 };
+      if (g >= 0) l = (ba_loc){ s.groups[g].where, s.groups[g].index, hlo_shape_bytes(sh[j]) };
+      arrput(v, l);
+    }
+    arrfree(sh);
+    arrput(out->leaves, v);
+  }
+  for (int i = 0; s.leafgrp && i < s.n; i++) arrfree(s.leafgrp[i]);
+  free(s.leafgrp);
+  free(s.pos_of_id);
+  arrfree(s.groups);
+  arrfree(s.uf);
+  if (st != HJ_OK) ba_plan_free(out);
+  return st;
+}
+
+void ba_plan_free(ba_plan *p) {
+  if (!p) return;
+  for (ptrdiff_t i = 0; i < arrlen(p->leaves); i++) arrfree(p->leaves[i]);
+  arrfree(p->leaves);
+  free(p->dus_inplace);
+  free(p->scratch);
+  arrfree(p->consts);
+  arrfree(p->copies);
+  memset(p, 0, sizeof *p);
+}
+
+int ba_instr_pos(const ba_plan *p, const hlo_instr *ins) {
+  for (ptrdiff_t i = 0; i < arrlen(p->comp->instrs); i++)
+    if (p->comp->instrs[i] == ins) return (int)i;
+  return -1;
+}
+
+static void ba_loc_print(char **sb, const ba_loc *l) {
+  switch (l->where) {
+  case BA_ARENA: sb_printf(sb, "arena[%lld,+%lld)", (long long)l->index, (long long)l->bytes); break;
+  case BA_NONE: sb_puts(sb, "none"); break;
+  default: sb_printf(sb, "%s %lld", ba_where_name(l->where), (long long)l->index); break;
+  }
+}
+
+void ba_plan_print(const ba_plan *p, char **sb) {
+  sb_printf(sb, "computation %s: %d input leaves, %d output leaves, arena %lld bytes peak "
+            "(%lld without reuse)\n", p->comp->name, p->nin, p->nout, (long long)p->arena_bytes,
+            (long long)p->values_bytes);
+  for (ptrdiff_t i = 0; i < arrlen(p->leaves); i++) {
+    const hlo_instr *ins = p->comp->instrs[i];
+    char sh[160];
+    sb_printf(sb, "  %3d %-28s %-20s", (int)i, ins->name, hlo_shape_str(&ins->shape, sh, sizeof sh));
+    for (ptrdiff_t j = 0; j < arrlen(p->leaves[i]); j++) {
+      sb_puts(sb, j ? ", " : " ");
+      ba_loc_print(sb, &p->leaves[i][j]);
+    }
+    if (p->dus_inplace[i]) sb_puts(sb, "  (dynamic-update-slice in place)");
+    if (p->scratch[i] >= 0) sb_printf(sb, "  scratch@%lld", (long long)p->scratch[i]);
+    sb_puts(sb, "\n");
+  }
+  for (ptrdiff_t k = 0; k < arrlen(p->copies); k++) {
+    sb_printf(sb, "  copy into output %d from ", p->copies[k].out);
+    ba_loc_print(sb, &p->copies[k].src);
+    sb_puts(sb, "\n");
+  }
+}

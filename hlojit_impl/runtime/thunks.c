@@ -1,0 +1,285 @@
+/* runtime/thunks.c — running and printing thunk sequences (runtime/thunks.h).
+
+   A run of a program is a frame {program, input pointers, output pointers}; every ba_loc
+   of a thunk resolves against it (th_ptr). Thunks run in order on the calling thread;
+   kernels split their parallel range over the pool (static chunks: the same split for
+   the same thread count, and the emitters guarantee the same bits for any split).
+
+   Evaluator fallback: the fused computation's parameters are literal views of the operand
+   leaves (tuple operands become tuple views over consecutive leaves); the evaluator never
+   writes its arguments, and its result leaves are copied into the output leaves, so an
+   output that aliases operand 0 (in-place dynamic-update-slice) is fine too. */
+#include "thunks.h"
+#include "../../backends/cpu/threadpool.h"
+#include <stdlib.h>
+
+typedef struct th_frame {
+  th_program *p;
+  void *const *in, *const *out;
+} th_frame;
+
+const char *th_kind_name(th_kind k) {
+  static const char *n[TH_KIND_COUNT] = { "kernel", "matmul", "copy", "eval", "while", "cond" };
+  return (unsigned)k < TH_KIND_COUNT ? n[k] : "?";
+}
+
+static void *th_ptr(const th_frame *f, const ba_loc *l) {
+  switch (l->where) {
+  case BA_PARAM: return f->in[l->index];
+  case BA_OUTPUT: return f->out[l->index];
+  case BA_CONST: return f->p->consts[l->index];
+  case BA_ARENA: return f->p->arena + l->index;
+  default: return NULL;
+  }
+}
+
+int64_t th_while_scratch_bytes(const hlo_instr *w) {
+  const hlo_shape **sh = NULL;
+  hlo_shape_leaves(&w->shape, &sh);
+  int64_t n = 64;                                   /* the predicate */
+  for (ptrdiff_t i = 0; i < arrlen(sh); i++)
+    if (hlo_shape_is_array(sh[i])) n += (hlo_shape_bytes(sh[i]) + 63) / 64 * 64;
+  arrfree(sh);
+  return n;
+}
+
+hj_status th_program_alloc(hj_ctx_t *ctx, th_program *p) {
+  p->arena = hj__alloc(ctx, (size_t)(p->plan.arena_bytes ? p->plan.arena_bytes : 64));
+  p->consts = calloc((size_t)arrlen(p->plan.consts) + 1, sizeof(void *));
+  if (!p->arena || !p->consts) return hj__err(ctx, HJ_ERR_OOM, "out of memory for the arena of '%s'", p->comp->name);
+  for (ptrdiff_t k = 0; k < arrlen(p->plan.consts); k++) {
+    const hlo_literal *l = p->plan.consts[k].lit;
+    if (!(p->consts[k] = hj__alloc(ctx, (size_t)l->nbytes)))
+      return hj__err(ctx, HJ_ERR_OOM, "out of memory for constant '%s'", p->plan.consts[k].ins->name);
+    if (l->nbytes) memcpy(p->consts[k], l->data, (size_t)l->nbytes);
+  }
+  return HJ_OK;
+}
+
+void th_program_free(hj_ctx_t *ctx, th_program *p) {
+  if (!p) return;
+  for (ptrdiff_t i = 0; i < arrlen(p->thunks); i++) {
+    th_thunk *t = &p->thunks[i];
+    for (ptrdiff_t k = 0; k < arrlen(t->sub); k++) th_program_free(ctx, t->sub[k]);
+    arrfree(t->sub);
+    arrfree(t->args);
+    arrfree(t->outs);
+    arrfree(t->arg_off);
+    free(t->bufs);
+  }
+  arrfree(p->thunks);
+  for (ptrdiff_t k = 0; p->consts && k < arrlen(p->plan.consts); k++) hj__free(ctx, p->consts[k]);
+  free(p->consts);
+  hj__free(ctx, p->arena);
+  ba_plan_free(&p->plan);
+  free(p);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+typedef struct { th_kernel_fn fn; void **bufs; } th_call;
+
+static void th_trampoline(void *user, int64_t b, int64_t e) {
+  th_call *c = user;
+  c->fn(c->bufs, b, e);
+}
+
+/* The kernel's pointer table, resolved in frame |f| (runs of one program never overlap:
+   the backend serialises runs of an executable, so the table is reused). */
+static hj_status th_bufs(const th_frame *f, th_thunk *t, void ***bufs) {
+  if (!t->bufs) t->bufs = malloc(sizeof(void *) * (size_t)(arrlen(t->args) + arrlen(t->outs) + 1));
+  void **v = t->bufs;
+  if (!v) return HJ_ERR_OOM;
+  int k = 0;
+  for (ptrdiff_t i = 0; i < arrlen(t->args); i++) v[k++] = th_ptr(f, &t->args[i]);
+  for (ptrdiff_t i = 0; i < arrlen(t->outs); i++) v[k++] = th_ptr(f, &t->outs[i]);
+  *bufs = v;
+  return HJ_OK;
+}
+
+/* ---- evaluator fallback ------------------------------------------------------------------- */
+
+/* A literal of |s| viewing consecutive leaves from *k on; allocations go to |scratch|. */
+static hlo_literal *th_view(const th_frame *f, const th_thunk *t, const hlo_shape *s, int *k,
+                            void ***scratch) {
+  hlo_literal *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  arrput(*scratch, l);
+  if (s->type != HLO_TUPLE) {
+    void *data = *k < arrlen(t->args) ? th_ptr(f, &t->args[*k]) : NULL;
+    (*k)++;
+    *l = hlo_literal_view(s, data);
+    return l;
+  }
+  l->shape = *s;
+  l->nelems = s->ntuple;
+  l->elems = calloc((size_t)s->ntuple + 1, sizeof *l->elems);
+  if (!l->elems) return NULL;
+  arrput(*scratch, l->elems);
+  for (int i = 0; i < s->ntuple; i++)
+    if (!(l->elems[i] = th_view(f, t, &s->tuple[i], k, scratch))) return NULL;
+  return l;
+}
+
+static void th_result_leaves(const hlo_literal *l, const hlo_literal ***out) {
+  if (l->shape.type == HLO_TUPLE)
+    for (int i = 0; i < l->nelems; i++) th_result_leaves(l->elems[i], out);
+  else
+    arrput(*out, l);
+}
+
+static hj_status th_eval(th_runtime *rt, const th_frame *f, const th_thunk *t) {
+  const hlo_instr *ins = t->ins;
+  void **scratch = NULL;
+  hlo_literal **args = NULL, *res = NULL;
+  const hlo_literal **lv = NULL;
+  hj_status st = HJ_OK;
+  int k = 0;
+  for (int i = 0; i < ins->noperands && st == HJ_OK; i++) {
+    hlo_literal *a = th_view(f, t, &ins->operands[i]->shape, &k, &scratch);
+    if (!a) st = hj__err(rt->ctx, HJ_ERR_OOM, "evaluator fallback: out of memory");
+    arrput(args, a);
+  }
+  if (st == HJ_OK) st = hlo_eval_computation(rt->ctx, ins->calls[0], args, ins->noperands, &res);
+  if (st == HJ_OK) {
+    th_result_leaves(res, &lv);
+    if (arrlen(lv) != arrlen(t->outs))
+      st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "evaluator fallback of '%s': %d result leaves, %d outputs",
+                   ins->name, (int)arrlen(lv), (int)arrlen(t->outs));
+  }
+  for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(lv); i++) {
+    void *dst = th_ptr(f, &t->outs[i]);
+    if (dst && lv[i]->nbytes) memcpy(dst, lv[i]->data, (size_t)lv[i]->nbytes);
+  }
+  arrfree(lv);
+  hlo_literal_free(res);
+  for (ptrdiff_t i = 0; i < arrlen(scratch); i++) free(scratch[i]);
+  arrfree(scratch);
+  arrfree(args);
+  return st;
+}
+
+/* ---- control flow ------------------------------------------------------------------------- */
+
+static hj_status th_while(th_runtime *rt, const th_frame *f, const th_thunk *t) {
+  int n = (int)arrlen(t->outs);
+  void **state = malloc(sizeof(void *) * (size_t)(n + 1)), **next = malloc(sizeof(void *) * (size_t)(n + 1));
+  hj_status st = state && next ? HJ_OK : hj__err(rt->ctx, HJ_ERR_OOM, "while: out of memory");
+  uint8_t *scr = f->p->arena + t->scratch, *pred = scr;
+  int64_t off = 64;
+  for (int i = 0; st == HJ_OK && i < n; i++) {
+    state[i] = th_ptr(f, &t->outs[i]);
+    next[i] = scr + off;
+    off += (t->outs[i].bytes + 63) / 64 * 64;
+    void *src = th_ptr(f, &t->args[i]);
+    if (src && state[i] && src != state[i] && t->outs[i].bytes) memcpy(state[i], src, (size_t)t->outs[i].bytes);
+  }
+  while (st == HJ_OK) {
+    void *po = pred;
+    if ((st = th_program_run(rt, t->sub[0], state, &po)) != HJ_OK || !*pred) break;
+    if ((st = th_program_run(rt, t->sub[1], state, next)) != HJ_OK) break;
+    for (int i = 0; i < n; i++)
+      if (state[i] && t->outs[i].bytes) memcpy(state[i], next[i], (size_t)t->outs[i].bytes);
+    rt->iterations++;
+  }
+  free(state);
+  free(next);
+  return st;
+}
+
+static hj_status th_cond(th_runtime *rt, const th_frame *f, const th_thunk *t) {
+  const hlo_instr *sel = t->ins->operands[0];
+  const void *sp = th_ptr(f, &t->args[0]);
+  int nb = (int)arrlen(t->sub), b;
+  if (sel->shape.type == HLO_PRED) {
+    b = *(const uint8_t *)sp ? 0 : 1;
+  } else {
+    int64_t v = hlo_load_s64(sel->shape.type, sp, 0);
+    b = v < 0 || v >= nb ? nb - 1 : (int)v;
+  }
+  int from = t->arg_off[b], to = b + 1 < nb ? t->arg_off[b + 1] : (int)arrlen(t->args);
+  void **in = malloc(sizeof(void *) * (size_t)(to - from + 1));
+  void **out = malloc(sizeof(void *) * (size_t)(arrlen(t->outs) + 1));
+  hj_status st = in && out ? HJ_OK : hj__err(rt->ctx, HJ_ERR_OOM, "conditional: out of memory");
+  for (int i = from; st == HJ_OK && i < to; i++) in[i - from] = th_ptr(f, &t->args[i]);
+  for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(t->outs); i++) out[i] = th_ptr(f, &t->outs[i]);
+  if (st == HJ_OK) st = th_program_run(rt, t->sub[b], in, out);
+  free(in);
+  free(out);
+  return st;
+}
+
+/* ---- the sequence --------------------------------------------------------------------------- */
+
+hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *const *out) {
+  th_frame f = { p, in, out };
+  for (ptrdiff_t i = 0; i < arrlen(p->thunks); i++) {
+    th_thunk *t = &p->thunks[i];
+    hj_status st = HJ_OK;
+    void **bufs = NULL;
+    switch (t->kind) {
+    case TH_KERNEL:
+      if (t->parallel_n <= 0) break;
+      if ((st = th_bufs(&f, t, &bufs)) != HJ_OK) break;
+      th_call c = { t->fn, bufs };
+      tp_parallel_for(rt->pool, t->parallel_n, t->grain, th_trampoline, &c);
+      break;
+    case TH_MATMUL:
+      if ((st = th_bufs(&f, t, &bufs)) != HJ_OK) break;
+      if (!rt->matmul_run) st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "matmul thunk without a driver");
+      else rt->matmul_run(t->matmul, bufs, rt->pool, rt->matmul_scratch);
+      break;
+    case TH_COPY: {
+      void *src = th_ptr(&f, &t->args[0]), *dst = th_ptr(&f, &t->outs[0]);
+      if (src && dst && src != dst && t->outs[0].bytes) memcpy(dst, src, (size_t)t->outs[0].bytes);
+      break;
+    }
+    case TH_EVAL: st = th_eval(rt, &f, t); break;
+    case TH_WHILE: st = th_while(rt, &f, t); break;
+    case TH_COND: st = th_cond(rt, &f, t); break;
+    default: st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "unknown thunk kind %d", (int)t->kind); break;
+    }
+    (void)bufs;
+    if (st == HJ_OK) continue;
+    if (st == HJ_ERR_OOM && !rt->ctx->err[0]) hj__err(rt->ctx, st, "thunk '%s': out of memory", t->ins->name);
+    return st;
+  }
+  return HJ_OK;
+}
+
+/* ---- text ------------------------------------------------------------------------------------ */
+
+static void th_locs(char **sb, const char *what, const ba_loc *v) {
+  sb_printf(sb, " %s(", what);
+  for (ptrdiff_t i = 0; i < arrlen(v); i++) {
+    if (i) sb_puts(sb, ", ");
+    if (v[i].where == BA_ARENA) sb_printf(sb, "arena@%lld", (long long)v[i].index);
+    else sb_printf(sb, "%s %lld", ba_where_name(v[i].where), (long long)v[i].index);
+  }
+  sb_puts(sb, ")");
+}
+
+void th_program_print(const th_program *p, char **sb, int depth) {
+  char ind[64];
+  int d = depth * 4 < 60 ? depth * 4 : 60;
+  memset(ind, ' ', (size_t)d);
+  ind[d] = 0;
+  sb_printf(sb, "%sprogram %s: %d thunks, arena %lld bytes\n", ind, p->comp->name,
+            (int)arrlen(p->thunks), (long long)p->plan.arena_bytes);
+  for (ptrdiff_t i = 0; i < arrlen(p->thunks); i++) {
+    const th_thunk *t = &p->thunks[i];
+    sb_printf(sb, "%s  %3d %-6s %s", ind, (int)i, th_kind_name(t->kind), t->ins->name);
+    if (t->kind == TH_KERNEL || t->kind == TH_MATMUL)
+      sb_printf(sb, " [%s %s n=%lld grain=%lld]", t->emitter ? t->emitter : "?", t->sym,
+                (long long)t->parallel_n, (long long)t->grain);
+    if (t->kind == TH_EVAL)
+      sb_printf(sb, " [%s: %s]", t->runtime_op ? "runtime op" : t->emit_error ? "EMITTER ERROR" : "fallback", t->why);
+    th_locs(sb, "in", t->args);
+    th_locs(sb, "out", t->outs);
+    sb_puts(sb, "\n");
+    for (ptrdiff_t k = 0; k < arrlen(t->sub); k++) {
+      sb_printf(sb, "%s    %s:\n", ind, t->kind == TH_WHILE ? (k ? "body" : "condition") : "branch");
+      th_program_print(t->sub[k], sb, depth + 2);
+    }
+  }
+}

@@ -1,0 +1,597 @@
+/* test_fusion_fuzz.c — differential fuzzing of the optimising pipeline: 1,000 random
+   well-typed HLO graphs of up to 30 ops (elementwise, broadcast, reduce, dot, transpose,
+   slice, concatenate, select, reshape) from a fixed-seed PRNG; the evaluator on each graph
+   must give the same bits as the evaluator on (a) the graph after the fusion passes and
+   the scheduler alone, (b) the graph after the whole pipeline (simplification, fusion,
+   scheduling) and (c) the same after dot canonicalisation (the CPU backend's order). A failing graph is shrunk — instructions replaced by parameters and the
+   root by one of its tuple operands while it still fails — and written to
+   build/fusion-fuzz-failures/; copy it into tests/fixtures/fuzz_regress/, where every file is
+   rerun by this test. HLOJIT_FUZZ_N overrides the number of graphs, HLOJIT_FUZZ_SEED the
+   first seed.
+
+   Generator: a pool of values (name, f32/pred, dims from {1,2,3,4,5,8}, rank <= 3) that
+   starts with 1-2 parameters; each op picks operands from the pool and, when no value of
+   the needed dims exists, makes one: a broadcast of a lower-rank value or a scalar
+   constant, or a new parameter. The root is a tuple of the last 1-3 values. */
+#include "testutil.h"
+#include "fusion_testutil.h"
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- generator ----------------------------------------------------------------------------- */
+
+typedef struct fz_val { int rank; int64_t dims[4]; bool pred; } fz_val;
+
+typedef struct fz_gen {
+  uint64_t s;
+  char *sb;                 /* entry body */
+  fz_val *vals;             /* stb_ds: value k is named vK */
+  int nparams;
+} fz_gen;
+
+static uint64_t fz_rand(fz_gen *g) {
+  g->s ^= g->s << 13;
+  g->s ^= g->s >> 7;
+  g->s ^= g->s << 17;
+  return g->s;
+}
+static int fz_r(fz_gen *g, int n) { return (int)(fz_rand(g) % (uint64_t)n); }
+
+static void fz_shape(char *buf, size_t n, const fz_val *v) {
+  int k = snprintf(buf, n, "%s[", v->pred ? "pred" : "f32");
+  for (int i = 0; i < v->rank; i++) k += snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)v->dims[i]);
+  snprintf(buf + k, n - k, "]");
+}
+
+static bool fz_same_dims(const fz_val *a, const fz_val *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* Appends "vK = SHAPE " and returns K; the caller writes the rest of the line. */
+static int fz_def(fz_gen *g, fz_val v) {
+  char s[64];
+  fz_shape(s, sizeof s, &v);
+  int k = (int)arrlen(g->vals);
+  arrput(g->vals, v);
+  sb_printf(&g->sb, "  v%d = %s ", k, s);
+  return k;
+}
+
+static int fz_param(fz_gen *g, fz_val v) {
+  int k = fz_def(g, v);
+  sb_printf(&g->sb, "parameter(%d)\n", g->nparams++);
+  return k;
+}
+
+static fz_val fz_random_val(fz_gen *g) {
+  static const int64_t sizes[] = { 1, 2, 3, 4, 5, 8 };
+  fz_val v = { .rank = 1 + fz_r(g, 3) };
+  for (int i = 0; i < v.rank; i++) v.dims[i] = sizes[fz_r(g, 6)];
+  return v;
+}
+
+static int fz_pick_f32(fz_gen *g) {
+  for (int tries = 0; tries < 16; tries++) {
+    int n = (int)arrlen(g->vals);
+    int k = fz_r(g, 2) ? n - 1 - fz_r(g, n < 4 ? n : 4) : fz_r(g, n);   /* recent values first */
+    if (!g->vals[k].pred && g->vals[k].rank > 0) return k;
+  }
+  return fz_param(g, fz_random_val(g));
+}
+
+/* A value with exactly |want|'s dims (f32 or pred), made if needed. */
+static int fz_get(fz_gen *g, const fz_val *want) {
+  int n = (int)arrlen(g->vals), start = fz_r(g, n > 0 ? n : 1);
+  if (fz_r(g, 4)) {
+    for (int i = 0; i < n; i++) {
+      int k = (start + i) % n;
+      if (g->vals[k].pred == want->pred && fz_same_dims(&g->vals[k], want)) return k;
+    }
+  }
+  if (want->pred || fz_r(g, 3) == 0) return fz_param(g, *want);
+  /* broadcast of a value whose dims are a subsequence of want's, or of a constant */
+  for (int i = 0; i < n && fz_r(g, 3); i++) {
+    int k = (start + i) % n;
+    const fz_val *v = &g->vals[k];
+    if (v->pred || v->rank >= want->rank) continue;
+    int map[4], j = 0;
+    for (int d = 0; d < want->rank && j < v->rank; d++)
+      if (want->dims[d] == v->dims[j]) map[j++] = d;
+    if (j < v->rank) continue;
+    int r = fz_def(g, *want);
+    sb_printf(&g->sb, "broadcast(v%d), dimensions={", k);
+    for (int q = 0; q < j; q++) sb_printf(&g->sb, "%s%d", q ? "," : "", map[q]);
+    sb_printf(&g->sb, "}\n");
+    return r;
+  }
+  static const char *cs[] = { "0", "1", "-1", "0.5", "2", "-0", "3" };
+  fz_val sc = { .rank = 0 };
+  int c = fz_def(g, sc);
+  sb_printf(&g->sb, "constant(%s)\n", cs[fz_r(g, 7)]);
+  int r = fz_def(g, *want);
+  sb_printf(&g->sb, "broadcast(v%d), dimensions={}\n", c);
+  return r;
+}
+
+static void fz_op(fz_gen *g) {
+  static const char *un[] = { "negate", "abs", "exponential", "tanh", "log", "sqrt", "sine",
+                              "floor", "logistic", "rsqrt", "cosine", "sign" };
+  static const char *bin[] = { "add", "subtract", "multiply", "divide", "maximum", "minimum",
+                               "power", "add", "multiply" };
+  static const char *dirs[] = { "LT", "GT", "EQ", "NE", "GE", "LE" };
+  int a = fz_pick_f32(g);
+  fz_val va = g->vals[a];
+  switch (fz_r(g, 12)) {
+  case 11: {          /* row normalisation: a - broadcast(reduce(a) over trailing dims) */
+    int nd = 1 + fz_r(g, va.rank), kept = va.rank - nd;
+    bool mx = fz_r(g, 2);
+    fz_val sc = { .rank = 0 }, vr = { .rank = kept };
+    for (int i = 0; i < kept; i++) vr.dims[i] = va.dims[i];
+    int z = fz_def(g, sc);
+    sb_printf(&g->sb, "constant(%s)\n", mx ? "-inf" : "0");
+    int r = fz_def(g, vr);
+    sb_printf(&g->sb, "reduce(v%d, v%d), dimensions={", a, z);
+    for (int i = kept; i < va.rank; i++) sb_printf(&g->sb, "%s%d", i > kept ? "," : "", i);
+    sb_printf(&g->sb, "}, to_apply=%s\n", mx ? "fz_max" : "fz_sum");
+    int b = fz_def(g, va);
+    sb_printf(&g->sb, "broadcast(v%d), dimensions={", r);
+    for (int i = 0; i < kept; i++) sb_printf(&g->sb, "%s%d", i ? "," : "", i);
+    sb_printf(&g->sb, "}\n");
+    fz_def(g, va);
+    sb_printf(&g->sb, "%s(v%d, v%d)\n", fz_r(g, 2) ? "subtract" : "divide", a, b);
+    break;
+  }
+  case 0: case 1: {   /* unary */
+    int r = fz_def(g, va);
+    sb_printf(&g->sb, "%s(v%d)\n", un[fz_r(g, 12)], a);
+    (void)r;
+    break;
+  }
+  case 2: case 3: {   /* binary */
+    int b = fz_get(g, &va);
+    fz_def(g, va);
+    sb_printf(&g->sb, "%s(v%d, v%d)\n", bin[fz_r(g, 9)], a, b);
+    break;
+  }
+  case 4: {           /* compare + select */
+    int b = fz_get(g, &va), c = fz_get(g, &va);
+    fz_val vp = va;
+    vp.pred = true;
+    int p = fz_def(g, vp);
+    sb_printf(&g->sb, "compare(v%d, v%d), direction=%s\n", a, b, dirs[fz_r(g, 6)]);
+    fz_def(g, va);
+    sb_printf(&g->sb, "select(v%d, v%d, v%d)\n", p, b, c);
+    break;
+  }
+  case 5: {           /* broadcast: one new dim */
+    if (va.rank >= 3) break;
+    fz_val v = va;
+    int at = fz_r(g, va.rank + 1);
+    for (int i = v.rank; i > at; i--) v.dims[i] = v.dims[i - 1];
+    v.dims[at] = 2 + fz_r(g, 3);
+    v.rank++;
+    fz_def(g, v);
+    sb_printf(&g->sb, "broadcast(v%d), dimensions={", a);
+    for (int i = 0, j = 0; i < v.rank; i++)
+      if (i != at) sb_printf(&g->sb, "%s%d", j++ ? "," : "", i);
+    sb_printf(&g->sb, "}\n");
+    break;
+  }
+  case 6: {           /* reduce over a non-empty subset of dims */
+    int mask = 1 + fz_r(g, (1 << va.rank) - 1);
+    fz_val v = { .rank = 0 };
+    for (int i = 0; i < va.rank; i++)
+      if (!(mask & (1 << i))) v.dims[v.rank++] = va.dims[i];
+    bool mx = fz_r(g, 2);
+    fz_val sc = { .rank = 0 };
+    int z = fz_def(g, sc);
+    sb_printf(&g->sb, "constant(%s)\n", mx ? "-inf" : "0");
+    fz_def(g, v);
+    sb_printf(&g->sb, "reduce(v%d, v%d), dimensions={", a, z);
+    for (int i = 0, j = 0; i < va.rank; i++)
+      if (mask & (1 << i)) sb_printf(&g->sb, "%s%d", j++ ? "," : "", i);
+    sb_printf(&g->sb, "}, to_apply=%s\n", mx ? "fz_max" : "fz_sum");
+    break;
+  }
+  case 7: {           /* dot: [M,K]x[K,N], [M,K]x[N,K] or [B,M,K]x[B,K,N] */
+    if (va.rank < 2) break;
+    int64_t n = 1 + fz_r(g, 5);
+    if (va.rank == 2) {
+      bool tr = fz_r(g, 2);
+      fz_val vb = { .rank = 2, .dims = { tr ? n : va.dims[1], tr ? va.dims[1] : n } };
+      int b = fz_get(g, &vb);
+      fz_val v = { .rank = 2, .dims = { va.dims[0], n } };
+      fz_def(g, v);
+      sb_printf(&g->sb, "dot(v%d, v%d), lhs_contracting_dims={1}, rhs_contracting_dims={%d}\n",
+                a, b, tr ? 1 : 0);
+    } else {
+      fz_val vb = { .rank = 3, .dims = { va.dims[0], va.dims[2], n } };
+      int b = fz_get(g, &vb);
+      fz_val v = { .rank = 3, .dims = { va.dims[0], va.dims[1], n } };
+      fz_def(g, v);
+      sb_printf(&g->sb, "dot(v%d, v%d), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                "rhs_batch_dims={0}, rhs_contracting_dims={1}\n", a, b);
+    }
+    break;
+  }
+  case 8: {           /* transpose */
+    if (va.rank < 2) break;
+    int perm[3] = { 0, 1, 2 };
+    for (int i = va.rank - 1; i > 0; i--) {
+      int j = fz_r(g, i + 1), t = perm[i];
+      perm[i] = perm[j];
+      perm[j] = t;
+    }
+    fz_val v = va;
+    for (int i = 0; i < va.rank; i++) v.dims[i] = va.dims[perm[i]];
+    fz_def(g, v);
+    sb_printf(&g->sb, "transpose(v%d), dimensions={", a);
+    for (int i = 0; i < va.rank; i++) sb_printf(&g->sb, "%s%d", i ? "," : "", perm[i]);
+    sb_printf(&g->sb, "}\n");
+    break;
+  }
+  case 9: {           /* slice */
+    fz_val v = va;
+    int64_t lo[4], hi[4], st[4];
+    for (int i = 0; i < va.rank; i++) {
+      lo[i] = fz_r(g, (int)va.dims[i]);
+      hi[i] = lo[i] + 1 + fz_r(g, (int)(va.dims[i] - lo[i]));
+      st[i] = 1 + fz_r(g, 2);
+      v.dims[i] = (hi[i] - lo[i] + st[i] - 1) / st[i];
+    }
+    fz_def(g, v);
+    sb_printf(&g->sb, "slice(v%d), slice={", a);
+    for (int i = 0; i < va.rank; i++)
+      sb_printf(&g->sb, "%s[%lld:%lld:%lld]", i ? ", " : "", (long long)lo[i], (long long)hi[i],
+                (long long)st[i]);
+    sb_printf(&g->sb, "}\n");
+    break;
+  }
+  default: {          /* concatenate with a value of the same dims, or reshape */
+    if (fz_r(g, 2) && va.rank >= 2) {
+      fz_val v = va;
+      v.rank--;
+      v.dims[v.rank - 1] = va.dims[va.rank - 2] * va.dims[va.rank - 1];
+      fz_def(g, v);
+      sb_printf(&g->sb, "reshape(v%d)\n", a);
+      break;
+    }
+    int b = fz_get(g, &va), d = fz_r(g, va.rank);
+    fz_val v = va;
+    v.dims[d] *= 2;
+    fz_def(g, v);
+    sb_printf(&g->sb, "concatenate(v%d, v%d), dimensions={%d}\n", a, b, d);
+    break;
+  }
+  }
+}
+
+/* A random module of seed |seed| (malloc'd text). */
+static char *fz_module(uint64_t seed) {
+  fz_gen g = { .s = seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
+  for (int i = 0; i < 8; i++) fz_rand(&g);
+  int np = 1 + fz_r(&g, 2);
+  for (int i = 0; i < np; i++) fz_param(&g, fz_random_val(&g));
+  int nops = 1 + fz_r(&g, 30);
+  while ((int)arrlen(g.vals) < np + nops) fz_op(&g);
+  int n = (int)arrlen(g.vals), nr = 1 + fz_r(&g, 3);
+  char *text = NULL;
+  sb_printf(&text, "HloModule fuzz_%llu\n\nfz_sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT c = f32[] add(a, b)\n}\n\nfz_max {\n  a = f32[] parameter(0)\n"
+            "  b = f32[] parameter(1)\n  ROOT c = f32[] maximum(a, b)\n}\n\nENTRY main {\n%s",
+            (unsigned long long)seed, g.sb);
+  sb_printf(&text, "  ROOT out = (");
+  for (int i = 0; i < nr && i < n; i++) {
+    char s[64];
+    fz_shape(s, sizeof s, &g.vals[n - 1 - i]);
+    sb_printf(&text, "%s%s", i ? ", " : "", s);
+  }
+  sb_printf(&text, ") tuple(");
+  for (int i = 0; i < nr && i < n; i++) sb_printf(&text, "%sv%d", i ? ", " : "", n - 1 - i);
+  sb_printf(&text, ")\n}\n");
+  char *out = strdup(text);
+  arrfree(text);
+  arrfree(g.sb);
+  arrfree(g.vals);
+  return out;
+}
+
+/* Makes the root a tuple of every value nobody uses (the most recent 8), so that little
+   of the graph is dead. */
+static void fz_sinks_to_root(hlo_module *m) {
+  hlo_comp *e = m->entry;
+  hlo_instr **sinks = NULL;
+  for (ptrdiff_t i = arrlen(e->instrs) - 1; i >= 0 && arrlen(sinks) < 8; i--) {
+    hlo_instr *x = e->instrs[i];
+    if (x->op == HLO_OP_PARAMETER || x->op == HLO_OP_CONSTANT || x == e->root) continue;
+    if (hlo_user_count(e, x) == 0) arrput(sinks, x);
+  }
+  hlo_instr *old = e->root;
+  for (int k = 0; k < old->noperands; k++) {
+    bool have = false;
+    for (ptrdiff_t i = 0; i < arrlen(sinks); i++) have |= sinks[i] == old->operands[k];
+    if (!have && arrlen(sinks) < 8) arrput(sinks, old->operands[k]);
+  }
+  int n = (int)arrlen(sinks);
+  hlo_shape *leaves = hlo_alloc(m, sizeof(hlo_shape) * (size_t)n);
+  for (int i = 0; i < n; i++) leaves[i] = sinks[i]->shape;
+  hlo_shape ts = { .type = HLO_TUPLE, .ntuple = n, .tuple = leaves };
+  hlo_instr *t = hlo_instr_new(e, HLO_OP_TUPLE, "out.sinks", &ts, sinks, n);
+  hlo_comp_set_root(e, t);
+  bool ch;
+  hlo_remove_instr(e, old);
+  hlo_comp_dce(e, &ch);
+  arrfree(sinks);
+}
+
+/* ---- checking and shrinking ---------------------------------------------------------------- */
+
+/* The CPU backend's context: one JIT and one thread pool for every graph. */
+static hj_ctx_t *fz_cpu;
+static int fz_rounds = 2;
+
+/* 0: |m| passes; 1: values differ after the fusion passes alone; 2: after the whole
+   pipeline; 3: after dot canonicalisation and the pipeline; 4: a pass failed; 5: the CPU
+   backend's outputs differ from the evaluator on |m| (ftu_cpu_check's tolerance); 6: the
+   CPU backend fails to compile or run it; 7: an emitter error (a kernel fell back to the
+   evaluator for a reason other than HJ_ERR_UNSUPPORTED); -1: the evaluator cannot run
+   the original (not counted). |t| (may be NULL) collects the CPU figures. */
+static int fz_check(const hlo_module *m, char *why, size_t nwhy, ftu_cpu_tally *t) {
+  static const char *names[] = { "fusion passes", "pipeline", "dot-canon + pipeline" };
+  for (int mode = 0; mode < 3; mode++) {
+    hlo_module *o = hlo_module_clone(m);
+    if (!o) fail_msg("clone failed");
+    hj_status st = mode == 2 ? ftu_canon_optimize(o) : mode ? ftu_optimize(o) : ftu_fuse_only(o);
+    int same = st == HJ_OK ? ftu_same(m, o, 2) : 3;
+    hlo_module_free(o);
+    if (st != HJ_OK) {
+      snprintf(why, nwhy, "%s: %s", names[mode], hj_ctx_error(ftu_ctx));
+      return 4;
+    }
+    if (same == -1) return -1;
+    if (same != 1) {
+      snprintf(why, nwhy, "%s: %s", names[mode], same == 0 ? "values differ" : hj_ctx_error(ftu_ctx));
+      return mode + 1;
+    }
+  }
+  char w[1024];
+  int r = ftu_cpu_check(fz_cpu, m, fz_rounds, t, w, sizeof w);
+  if (r > 0) snprintf(why, nwhy, "CPU backend: %s", w);
+  return r <= 0 ? r : r == 1 ? 5 : r == 2 ? 6 : 7;
+}
+
+/* A copy of |m| where entry instruction |k| is a new parameter of its shape (NULL when it
+   cannot be: parameters, the root, tuples). */
+static hlo_module *fz_cut(const hlo_module *m, ptrdiff_t k) {
+  const hlo_instr *x = m->entry->instrs[k];
+  if (x->op == HLO_OP_PARAMETER || x == m->entry->root || !hlo_shape_is_array(&x->shape))
+    return NULL;
+  hlo_module *c = hlo_module_clone(m);
+  hlo_comp *e = c->entry;
+  hlo_instr *old = e->instrs[k];
+  char name[64];
+  snprintf(name, sizeof name, "cut.%d", c->next_id);
+  hlo_instr *p = hlo_instr_new_before(e, old, HLO_OP_PARAMETER, name, &old->shape, NULL, 0);
+  p->index = arrlen(e->params);
+  arrput(e->params, p);
+  hlo_replace_all_uses(e, old, p);
+  bool ch;
+  hlo_comp_dce(e, &ch);
+  return c;
+}
+
+/* A copy of |m| whose root is operand |i| of the root tuple. */
+static hlo_module *fz_reroot(const hlo_module *m, int i) {
+  const hlo_instr *r = m->entry->root;
+  if (r->op != HLO_OP_TUPLE || i >= r->noperands || r->noperands < 2) return NULL;
+  hlo_module *c = hlo_module_clone(m);
+  hlo_comp_set_root(c->entry, c->entry->root->operands[i]);
+  bool ch;
+  hlo_comp_dce(c->entry, &ch);
+  return c;
+}
+
+/* A copy of |m| whose root tuple lacks operand |i|. */
+static hlo_module *fz_drop_output(const hlo_module *m, int i) {
+  const hlo_instr *r = m->entry->root;
+  if (r->op != HLO_OP_TUPLE || i >= r->noperands || r->noperands < 3) return NULL;
+  hlo_module *c = hlo_module_clone(m);
+  hlo_comp *e = c->entry;
+  hlo_instr *old = e->root, *ops[64];
+  int n = 0;
+  for (int k = 0; k < old->noperands && n < 64; k++)
+    if (k != i) ops[n++] = old->operands[k];
+  hlo_shape *leaves = hlo_alloc(c, sizeof(hlo_shape) * (size_t)n);
+  for (int k = 0; k < n; k++) leaves[k] = ops[k]->shape;
+  hlo_shape ts = { .type = HLO_TUPLE, .ntuple = n, .tuple = leaves };
+  char name[64];
+  snprintf(name, sizeof name, "out.%d", c->next_id);
+  hlo_instr *t = hlo_instr_new(e, HLO_OP_TUPLE, name, &ts, ops, n);
+  hlo_comp_set_root(e, t);
+  hlo_remove_instr(e, old);
+  bool ch;
+  hlo_comp_dce(e, &ch);
+  return c;
+}
+
+/* Drops parameters nobody uses (renumbering the rest). */
+static void fz_drop_params(hlo_module *m) {
+  hlo_comp *e = m->entry;
+  for (ptrdiff_t i = arrlen(e->params) - 1; i >= 0; i--) {
+    if (hlo_user_count(e, e->params[i]) || e->root == e->params[i]) continue;
+    hlo_instr *p = e->params[i];
+    for (ptrdiff_t k = 0; k < arrlen(e->instrs); k++)
+      if (e->instrs[k] == p) { arrdel(e->instrs, k); break; }
+    arrdel(e->params, i);
+  }
+  for (ptrdiff_t i = 0; i < arrlen(e->params); i++) e->params[i]->index = i;
+}
+
+/* Greedy shrink of |m| (owned) while fz_check keeps returning |kind|. */
+static hlo_module *fz_shrink(hlo_module *m, int kind) {
+  char why[1200];
+  for (bool progress = true; progress;) {
+    progress = false;
+    int nout = m->entry->root->op == HLO_OP_TUPLE ? m->entry->root->noperands : 0;
+    for (int i = 0; i < 3 + nout && !progress; i++) {
+      hlo_module *c = i < 3 ? fz_reroot(m, i) : fz_drop_output(m, i - 3);
+      if (c && fz_check(c, why, sizeof why, NULL) == kind) {
+        hlo_module_free(m);
+        m = c;
+        progress = true;
+      } else if (c) {
+        hlo_module_free(c);
+      }
+    }
+    for (ptrdiff_t k = arrlen(m->entry->instrs) - 1; k >= 0 && !progress; k--) {
+      hlo_module *c = fz_cut(m, k);
+      if (!c) continue;
+      fz_drop_params(c);
+      if (fz_check(c, why, sizeof why, NULL) == kind) {
+        hlo_module_free(m);
+        m = c;
+        progress = true;
+      } else {
+        hlo_module_free(c);
+      }
+    }
+  }
+  return m;
+}
+
+static double fz_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void fz_save(const hlo_module *m, uint64_t seed) {
+  mkdir("build", 0777);
+  mkdir("build/fusion-fuzz-failures", 0777);
+  char path[256], *text = NULL;
+  snprintf(path, sizeof path, "build/fusion-fuzz-failures/fuzz_%llu.hlo", (unsigned long long)seed);
+  if (hlo_print_module(m, &text) != HJ_OK) return;
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+    printf("  shrunk failing graph written to %s\n", path);
+  }
+  free(text);
+}
+
+/* ---- tests ----------------------------------------------------------------------------------- */
+
+static void test_fuzz(void **state) {
+  const char *ns = getenv("HLOJIT_FUZZ_GRAPHS"), *ss = getenv("HLOJIT_FUZZ_SEED");
+  if (!ns) ns = getenv("HLOJIT_FUZZ_N");
+  int n = ns ? atoi(ns) : 1000;
+  uint64_t seed0 = ss ? strtoull(ss, NULL, 10) : 1;
+  int passed = 0, unevaluable = 0, failed[8] = { 0 }, kb = 0, ka = 0, fusions = 0;
+  ftu_cpu_tally ct = { 0 };
+  double t0 = fz_now_ms();
+  int kinds[HLO_FUSION_KIND_COUNT] = { 0 }, multi = 0, rownorm = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t seed = seed0 + (uint64_t)i;
+    char *text = fz_module(seed), why[1200];
+    hlo_module *m = NULL;
+    if (hlo_parse_module(ftu_ctx, text, strlen(text), "fuzz", &m) != HJ_OK)
+      fail_msg("seed %llu: generated module does not parse: %s\n%s", (unsigned long long)seed,
+               hj_ctx_error(ftu_ctx), text);
+    free(text);
+    fz_sinks_to_root(m);
+    ct.last_fallbacks = 0;
+    int r = fz_check(m, why, sizeof why, &ct);
+    if (ct.last_fallbacks && getenv("HLOJIT_FUZZ_VERBOSE"))
+      printf("  seed %llu: %d evaluator fallback(s)\n", (unsigned long long)seed, ct.last_fallbacks);
+    if (r == 0) {
+      passed++;
+      hlo_module *o = hlo_module_clone(m);
+      if (ftu_optimize(o) == HJ_OK) {
+        kb += hlo_count_kernels(m);
+        ka += hlo_count_kernels(o);
+        for (ptrdiff_t k = 0; k < arrlen(o->entry->instrs); k++) {
+          const hlo_instr *f = o->entry->instrs[k];
+          if (f->op != HLO_OP_FUSION) continue;
+          fusions++;
+          kinds[f->fusion_kind]++;
+          multi += f->calls[0]->root->op == HLO_OP_TUPLE;
+          rownorm += f->fusion_kind == HLO_FUSION_INPUT && f->calls[0]->root->op != HLO_OP_TUPLE &&
+                     hlo_shape_numel(&f->shape) > hlo_shape_numel(&hlo_fusion_hero(f->calls[0])->shape);
+        }
+      }
+      hlo_module_free(o);
+    } else if (r < 0) {
+      unevaluable++;
+    } else {
+      failed[r]++;
+      printf("  seed %llu fails (%s); shrinking\n", (unsigned long long)seed, why);
+      m = fz_shrink(m, r);
+      fz_save(m, seed);
+    }
+    hlo_module_free(m);
+  }
+  printf("  %d random graphs: %d bitwise equal, %d not evaluable, failures: fusion passes %d, "
+         "pipeline %d, dot-canon + pipeline %d, pass errors %d; kernels %d -> %d (%d fusions)\n",
+         n, passed, unevaluable, failed[1], failed[2], failed[3], failed[4], kb, ka, fusions);
+  printf("  fusions made: %d kLoop, %d kInput (%d row-normalisation), %d kOutput, %d multi-output\n",
+         kinds[HLO_FUSION_LOOP], kinds[HLO_FUSION_INPUT], rownorm, kinds[HLO_FUSION_OUTPUT], multi);
+  printf("  CPU backend: %d compiled (%.1f ms each, %.1f s for the whole test), %d with 0 evaluator "
+         "fallbacks, %d with fallbacks (%d runtime ops), %d with emitter errors; failures: values %d, "
+         "compile/run %d, emitter errors %d\n", ct.compiled, ct.compiled ? ct.compile_ms / ct.compiled : 0.0,
+         (fz_now_ms() - t0) / 1e3, ct.clean, ct.fallback_graphs, ct.runtime_ops, ct.emit_error_graphs,
+         failed[5], failed[6], failed[7]);
+  if (ct.compiled)
+    printf("  CPU compile time per graph: passes %.1f ms, emission %.1f ms, O3 %.1f ms, codegen %.1f ms\n",
+           ct.passes_ms / ct.compiled, ct.emit_ms / ct.compiled, ct.optimize_ms / ct.compiled,
+           ct.codegen_ms / ct.compiled);
+  printf("  CPU outputs: %lld elements, %lld bitwise equal, %lld within tolerance (max |err|/tol %.3f), "
+         "%lld of them loosely (sensitivity > 2^-10), %lld ill-conditioned (not compared)\n",
+         (long long)ct.elems, (long long)ct.exact, (long long)(ct.elems - ct.exact - ct.illcond),
+         ct.max_err_ratio, (long long)ct.loose, (long long)ct.illcond);
+  int nfail = 0;
+  for (int k = 1; k < 8; k++) nfail += failed[k];
+  assert_int_equal(nfail, 0);
+}
+
+static void test_fuzz_regressions(void **state) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/fixtures/fuzz_regress", tu_data_dir());
+  DIR *d = opendir(dir);
+  if (!d) {
+    printf("  no regressions in %s\n", dir);
+    return;
+  }
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 5 || strcmp(e->d_name + len - 4, ".hlo") != 0) continue;
+    char path[8192], why[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    hlo_module *m = ftu_parse_file(path);
+    if (!m) fail_msg("%s: %s", path, hj_ctx_error(ftu_ctx));
+    int r = fz_check(m, why, sizeof why, NULL);
+    if (r > 0) fail_msg("%s: %s", path, why);
+    hlo_module_free(m);
+    n++;
+  }
+  closedir(d);
+  printf("  %d regression graphs pass\n", n);
+}
+
+int main(void) {
+  ftu_ctx = tu_ctx();
+  fz_cpu = ftu_cpu_ctx_new();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fuzz_regressions),
+    cmocka_unit_test(test_fuzz),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  hj_ctx_destroy(fz_cpu);
+  hj_ctx_destroy(ftu_ctx);
+  return rc;
+}
