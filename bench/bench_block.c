@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 enum { BB_C = 768, BB_H = 12, BB_D = 64, BB_NIN = 13 };
 
@@ -35,6 +37,40 @@ static double bb_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- how busy the machine was (others' CPU time during this run) -------------------------- */
+typedef struct bb_load { double busy, self, wall; } bb_load;
+
+static bb_load bb_load_now(void) {
+  bb_load l = { 0, 0, 0 };
+  unsigned long long v[8] = { 0 };
+  FILE *f = fopen("/proc/stat", "r");
+  if (f) {
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]) != 8)
+      memset(v, 0, sizeof v);
+    fclose(f);
+  }
+  l.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  l.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  l.wall = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  return l;
+}
+
+/* One line: the share of the machine's CPU time other processes used since |a|. */
+static void bb_load_report(bb_load a) {
+  bb_load b = bb_load_now();
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  double other = (b.busy - a.busy - (b.self - a.self)) / ((b.wall - a.wall) * (double)(ncpu > 0 ? ncpu : 1));
+  if (other < 0) other = 0;
+  printf("machine: %ld CPUs; other processes used %.0f%% of its CPU time during this run%s\n", ncpu,
+         100.0 * other, other > 0.1 ? " (BUSY: absolute numbers are low, 2-thread figures unreliable)" : "");
 }
 
 /* Parameter shapes, in graph order. */
@@ -213,6 +249,7 @@ static void bb_free(bb_exe *x) {
 }
 
 int main(void) {
+  bb_load load0 = bb_load_now();
   static const int64_t Ts[] = { 64, 256 };
   static const int threads[] = { 1, 2 };
   hj_ctx_t *ctx[2][2] = { { 0 } };   /* [fused?0:1][thread index] */
@@ -235,6 +272,7 @@ int main(void) {
   printf("\n%4s %-8s | %7s %-22s %4s | %9s %9s | %8s | %9s %9s\n", "T", "variant", "kernels",
          "(loop/red/tr/mm/dus)", "eval", "moved MiB", "arena MiB", "compile", "1 thr ms", "2 thr ms");
   struct { double speed[2], bytes, rel, ref_rel[2], mm[2], rest[2][2]; bool have_ref; } sum[2];
+  char csplit[2][2][128];   /* compile time split, printed after the tables */
   for (int ti = 0; ti < 2; ti++) {
     int64_t T = Ts[ti];
     hj_buffer_t *in[BB_NIN] = { 0 };
@@ -260,6 +298,9 @@ int main(void) {
     }
     for (int v = 0; v < 2; v++) {
       const hj_exec_stats_t *s = &x[v][0].s;
+      snprintf(csplit[ti][v], sizeof csplit[ti][v], "%4lld %-8s | %8.1f = %6.1f + %6.1f + %6.1f + %6.1f",
+               (long long)T, v ? "unfused" : "fused", s->compile_ms, s->passes_ms, s->emit_ms,
+               s->optimize_ms, s->codegen_ms);
       char kinds[64];
       snprintf(kinds, sizeof kinds, "(%d/%d/%d/%d/%d)", s->kernels_loop, s->kernels_reduction,
                s->kernels_transpose, s->kernels_matmul, s->kernels_dus);
@@ -316,8 +357,13 @@ int main(void) {
            sum[ti].rest[0][0] * 1e3, sum[ti].rest[0][1] * 1e3,
            (sum[ti].mm[0] + sum[ti].rest[1][0]) / sum[ti].mm[0], (sum[ti].mm[1] + sum[ti].rest[1][1]) / sum[ti].mm[1]);
   printf("(bound = unfused / matmuls: the speed-up if fusion removed every non-matmul cost)\n");
+  printf("\ncompile ms (1-thread contexts; fused T=64 is its context's first compile)\n");
+  printf("%4s %-8s | %8s = %6s + %6s + %6s + %6s\n", "T", "variant", "total", "passes", "emit", "O3", "codegen");
+  for (int ti = 0; ti < 2; ti++)
+    for (int v = 0; v < 2; v++) printf("%s\n", csplit[ti][v]);
   printf("\nkernels: loop/reduction/transpose/matmul/dus; eval: evaluator fallbacks. moved: bytes of\n"
          "the buffers each thunk reads and writes, per run. Goal (issue 4): speed-up >= 1.5x.\n");
+  bb_load_report(load0);
   for (int v = 0; v < 2; v++)
     for (int t = 0; t < 2; t++) hj_ctx_destroy(ctx[v][t]);
   hj_ctx_destroy(ref_ctx);

@@ -1,7 +1,8 @@
 /* all.c — the whole library as one translation unit, for the single-header build
    (`#define HLOJIT_IMPLEMENTATION` before `#include "hlojit.h"`). Every file of
    hlojit_impl/ is listed here once; file-local (static) names carry a file prefix so that
-   they do not collide in this one unit. */
+   they do not collide in this one unit. The LLVM-based parts (emitters/, runtime/,
+   backends/) are not in it yet: the single-header build runs modules on the evaluator. */
 #include "core.c"
 #include "literal.c"
 #include "shape_infer.c"
@@ -21,3 +22,23 @@
 #include "builder.c"
 #include "builder_ops.c"
 #include "composites.c"
+#include "ir_clone.c"
+#include "ir_edit.c"
+#include "passes/algsimp.c"
+#include "passes/constant_fold.c"
+#include "passes/cse.c"
+#include "passes/dce.c"
+#include "passes/dot_canon.c"
+#include "passes/epilogue_fusion.c"
+#include "passes/fusion.c"
+#include "passes/fusion_split.c"
+#include "passes/fusion_util.c"
+#include "passes/inline_calls.c"
+#include "passes/layout_norm.c"
+#include "passes/optimize_api.c"
+#include "passes/pass.c"
+#include "passes/pipeline.c"
+#include "passes/schedule.c"
+#include "passes/sibling_fusion.c"
+#include "passes/tuple_simplify.c"
+#include "passes/wrap_fusions.c"

@@ -357,7 +357,7 @@ static hj_status prs_infer(hlo_parser *P, hlo_instr *ins, size_t oppos) {
 static hj_status prs_instr_body(hlo_parser *P, const char *name, const hlo_shape *shape,
                                 bool allow_attrs, hlo_instr **out) {
   hlo_tok t = hlo_lex_next(&P->lx);
-  hlo_opcode op;
+  hlo_opcode op = HLO_OP_COUNT;
   PRS_TRY(prs_opcode(P, &t, &op));
   size_t oppos = t.pos, parpos = hlo_lex_peekc(&P->lx) >= 0 ? P->lx.pos : t.pos;
   if (!shape && (op == HLO_OP_PARAMETER || op == HLO_OP_CONSTANT || op == HLO_OP_IOTA))

@@ -94,7 +94,7 @@ static hj_status pra_word(hlo_parser *P, const char *const *words, const char *w
 
 static hj_status pra_bool(hlo_parser *P, bool *b) {
   static const char *const w[] = { "false", "true", NULL };
-  int i;
+  int i = 0;
   PRA_TRY(pra_word(P, w, "true or false", &i));
   *b = i == 1;
   return HJ_OK;
@@ -194,7 +194,7 @@ static hj_status pra_window(hlo_parser *P, pra_state *S, size_t pos) {
   PRA_TRY(hlo_prs_expect(P, '{'));
   while (!hlo_prs_accept(P, '}')) {
     size_t ppos = P->lx.pos;
-    int k;
+    int k = 0;
     PRA_TRY(pra_word(P, parts, "a window part (size, stride, pad, lhs_dilate, rhs_dilate)", &k));
     if (n[k] >= 0) return hlo_prs_err(P, ppos, HJ_ERR_PARSE, "window part '%s' given twice", parts[k]);
     PRA_TRY(hlo_prs_expect(P, '='));
@@ -224,7 +224,7 @@ static hj_status pra_window(hlo_parser *P, pra_state *S, size_t pos) {
 
 static hj_status pra_direction(hlo_parser *P, pra_state *S, size_t pos) {
   static const char *const w[] = { "EQ", "NE", "LT", "LE", "GT", "GE", NULL };
-  int i;
+  int i = 0;
   PRA_TRY(pra_word(P, w, "a direction (EQ, NE, LT, LE, GT, GE)", &i));
   S->ins->cmp_dir = (hlo_cmp_dir)i;
   return HJ_OK;
@@ -232,7 +232,7 @@ static hj_status pra_direction(hlo_parser *P, pra_state *S, size_t pos) {
 
 static hj_status pra_cmp_type(hlo_parser *P, pra_state *S, size_t pos) {
   static const char *const w[] = { "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", NULL };
-  int i;
+  int i = 0;
   PRA_TRY(pra_word(P, w, "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)", &i));
   S->ins->cmp_type = (hlo_cmp_type)(HLO_CMPT_FLOAT + i);
   return HJ_OK;
@@ -240,7 +240,7 @@ static hj_status pra_cmp_type(hlo_parser *P, pra_state *S, size_t pos) {
 
 static hj_status pra_kind(hlo_parser *P, pra_state *S, size_t pos) {
   static const char *const w[] = { "kLoop", "kInput", "kOutput", "kCustom", NULL };
-  int i;
+  int i = 0;
   PRA_TRY(pra_word(P, w, "a fusion kind (kLoop, kInput, kOutput, kCustom)", &i));
   S->ins->fusion_kind = (hlo_fusion_kind)i;
   return HJ_OK;

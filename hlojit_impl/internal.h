@@ -852,4 +852,14 @@ hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
    [B,M,N] result back to the dot's shape. *changed: some dot was rewritten. */
 hj_status pass_dot_canonicalize(hlo_module *m, bool *changed);
 
+/* ---- passes/fusion_split.c ---------------------------------------------------------------
+   The computation partitioner: a fused instruction that the elemental emitter would
+   evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised
+   by a fusion of its own placed before its consumer (chains of slices/broadcast diamonds
+   otherwise emit exponentially). Run by the CPU backend after the pipeline. Exact.
+   hlo_fusion_index_tuples: the most distinct index tuples at which the emitter evaluates
+   one non-leaf instruction of fused computation |fc| (capped at 65); for tests. */
+hj_status pass_fusion_split(hlo_module *m, bool *changed);
+int hlo_fusion_index_tuples(const hlo_comp *fc);
+
 #endif /* HLOJIT_INTERNAL_H */

@@ -53,7 +53,7 @@ static hlo_literal *lit_make(const hlo_shape *shape, bool zero) {
   if (!lit_shape_copy(&l->shape, shape)) goto fail;
   if (shape->type == HLO_TUPLE) {
     l->nelems = shape->ntuple;
-    l->elems = calloc((size_t)(shape->ntuple ? shape->ntuple : 1), sizeof *l->elems);
+    l->elems = calloc(shape->ntuple > 0 ? (size_t)shape->ntuple : 1, sizeof *l->elems);
     if (!l->elems) {
       l->nelems = 0;
       goto fail;

@@ -764,7 +764,7 @@ static hj_status si_while(hlo_si_cx *c, hlo_shape *out) {
 static hj_status si_conditional(hlo_si_cx *c, hlo_shape *out) {
   int n = c->ins->noperands;
   if (n < 2) return hlo_si_err(c, "expects a branch index and branch operands, got %d operands", n);
-  const hlo_shape *ix = hlo_si_op(c, 0), *r0 = NULL, *r;
+  const hlo_shape *ix = hlo_si_op(c, 0), *r0 = NULL, *r = NULL;
   bool pred = ix->type == HLO_PRED;
   if (!hlo_shape_is_array(ix) || ix->rank != 0 || (!pred && ix->type != HLO_S32))
     return hlo_si_err(c, "branch index must be pred[] or s32[], got %s", hlo_si_str(c, 0, ix));
@@ -784,7 +784,7 @@ static hj_status si_conditional(hlo_si_cx *c, hlo_shape *out) {
 }
 
 static hj_status si_control(hlo_si_cx *c, hlo_shape *out) {
-  const hlo_shape *r;
+  const hlo_shape *r = NULL;
   hj_status st;
   switch (c->ins->op) {
   case HLO_OP_TUPLE: {

@@ -390,6 +390,7 @@ static hj_status cpb_passes(hj_ctx_t *ctx, hlo_module *m) {
   po.fusion = !ctx->opt.no_fusion;
   hj_status st = pass_dot_canonicalize(m, &ch);
   if (st == HJ_OK) st = hlo_run_pipeline(&pc, m, &po);
+  if (st == HJ_OK) st = pass_fusion_split(m, &ch);   /* no exponential elemental emission */
   if (st == HJ_OK) st = pass_wrap_fusions(m, &ch);
   if (st == HJ_OK) st = hlo_verify_module(m);
   if (st != HJ_OK && !ctx->err[0]) hj__err(ctx, st, "CPU backend: the pass pipeline failed");

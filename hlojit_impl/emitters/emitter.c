@@ -98,18 +98,19 @@ static bool emr_reexpands(const hlo_instr *bc, const hlo_instr *red) {
   return true;
 }
 
-/* A reduce reached from |r| through elementwise ops, reshapes, bitcasts, copies and
-   broadcasts, the first broadcast re-expanding its reduced dims; NULL if none. The
-   reduction emitter proves the rest (every read at the row's own index) or refuses. */
+/* A reduce reached from |r| through elementwise ops, reshapes, bitcasts, copies,
+   get-tuple-elements (variadic reduces) and broadcasts, the first broadcast re-expanding
+   its reduced dims; NULL if none. The reduction emitter proves the rest (every read at
+   the row's own index) or refuses. */
 static const hlo_instr *emr_row_norm(const hlo_instr *r, const hlo_instr *bc, const hlo_instr ***seen) {
   for (ptrdiff_t i = 0; i < arrlen(*seen); i++)
     if ((*seen)[i] == r) return NULL;
   arrput(*seen, r);
   hlo_elem_op e;
-  if (r->op == HLO_OP_REDUCE) return bc && hlo_shape_is_array(&r->shape) && emr_reexpands(bc, r) ? r : NULL;
+  if (r->op == HLO_OP_REDUCE) return bc && emr_reexpands(bc, r) ? r : NULL;
   if (r->op == HLO_OP_BROADCAST && r->noperands == 1 && !bc) bc = r;
   else if (r->op != HLO_OP_BROADCAST && r->op != HLO_OP_RESHAPE && r->op != HLO_OP_BITCAST &&
-           r->op != HLO_OP_COPY && !hlo_elem_op_of(r, &e))
+           r->op != HLO_OP_COPY && r->op != HLO_OP_GET_TUPLE_ELEMENT && !hlo_elem_op_of(r, &e))
     return NULL;
   const hlo_instr *red = NULL;
   for (int k = 0; k < r->noperands && !red; k++) red = emr_row_norm(r->operands[k], bc, seen);

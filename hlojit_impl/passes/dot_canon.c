@@ -78,7 +78,7 @@ static hlo_instr *dcn_shape_operand(hlo_comp *c, hlo_instr *x, const int *perm, 
   hlo_module *m = c->module;
   int rank = x->shape.rank;
   if (!dcn_is_identity(perm, rank)) {
-    int64_t td[HLO_MAX_RANK];
+    int64_t td[HLO_MAX_RANK] = { 0 };
     for (int i = 0; i < rank; i++) td[i] = x->shape.dims[perm[i]];
     hlo_shape ts = hlo_shape_array(x->shape.type, rank, td);
     hlo_instr *t = hlo_instr_new(c, HLO_OP_TRANSPOSE, NULL, &ts, &x, 1);

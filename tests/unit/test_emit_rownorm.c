@@ -4,12 +4,14 @@
    backends/cpu/cpu_jit and compared with the reference evaluator (hlo_eval_computation of
    the same fused computation on the same inputs). Split from test_emit_heroes.c (size).
 
-   Cases: hand-written fusions (softmax and layer norm with both reduces in one fusion, the
-   second reading the first); the fixtures tests/fixtures/hlo_pass/softmax.hlo and
-   layernorm.hlo, both whole (the entry as one fusion: reshapes to [.., 1] and identity
-   broadcasts on the way) and after hlo_run_pipeline (every fusion it makes, emitted with
-   emit_fusion as the runtime does); refusals (a reduce read at another row) that must
-   fall back to the loop emitter and still match.
+   Cases: hand-written fusions (softmax f32/bf16, log-softmax and layer norm with both
+   reduces in one fusion, the second reading the first; outputs of every kind; an argmax
+   one-hot through get-tuple-element; reduces over middle/major dims and to a scalar); the
+   fixtures tests/fixtures/hlo_pass/softmax.hlo and layernorm.hlo, both whole (the entry as
+   one fusion: reshapes to [.., 1] and identity broadcasts on the way) and after
+   hlo_run_pipeline (every reduce fusion it makes, emitted with emit_fusion as the runtime
+   does; also gpt2_block.hlo and moments.hlo); refusals (a reduce read at another row) that
+   must fall back to the loop emitter and still match.
 
    Every run: emit_fusion (the kind must be the expected one: REDUCTION for row
    normalisations, not the loop fallback), kernel over [0, parallel_n) in 1, 2 and 7 chunks
@@ -17,11 +19,14 @@
    (NaN matches NaN). Tolerances, inputs in [-1, 1) unless stated (x in [-4, 4) for softmax):
    - softmax: rtol 1e-5, atol 1e-7. exp goes through emit_math (about 2 ulp), the row sum
      uses 16 partial accumulators (reduction.c) where the evaluator adds sequentially:
-     relative differences of a few 1e-7 over 64 terms, all positive (no cancellation);
+     relative differences of a few 1e-7 over 64 terms, all positive (no cancellation).
+     bf16: rtol 2^-7 (one bf16 rounding either way; its sum keeps the evaluator's order);
    - log-softmax: atol 1e-5 (values down to -12; log of the sum as above);
-   - layer norm: rtol 1e-5, atol 2e-5 (outputs up to ~5; mean and variance over 768 terms
-     with partial accumulators: relative 1e-6 on the variance, 0.5e-6 on rsqrt);
-   - reduces over middle or major dims and refused fusions: sequential order, bit for bit.
+   - layer norm (and the pipeline's fusions of gpt2_block/moments): rtol 1e-5, atol 2e-5
+     (outputs up to ~5; mean and variance over 768 terms with partial accumulators:
+     relative 1e-6 on the variance, 0.5e-6 on rsqrt); E[x^2] - mean^2: atol 1e-6;
+   - x - mean(all of x) over 5000 elements: atol 1e-6;
+   - reduces over middle or major dims, argmax, refused fusions: bit for bit (sequential).
 
    Benchmark (printed): 64x768 layer norm and 8x64x64 softmax, one thread, ms: the
    reduction emitter against the loop-emitter fallback (emit_loop_fusion) on the same
@@ -281,12 +286,51 @@ static void test_softmax(void **state) {
   char *t = rn_softmax_text("8,64,64", "8,64", "0,1", 2, "  ROOT y = f32[8,64,64] divide(e, sb)\n");
   rn_check_text("softmax f32[8,64,64] (max, sum in one fusion)", t, EMIT_KIND_REDUCTION, -4, 4, 1e-5, 1e-7);
   arrfree(t);
-  /* rows of 1000 (remainder after the lanes) and a tuple with the row values */
+  /* rows of 1000 (remainder after the lanes); outputs of every kind: input shape reading
+     the reduces (y, e), input shape reading none (|x|), the row values, a kept epilogue */
   t = rn_softmax_text("3,1000", "3", "0", 1,
-                      "  y = f32[3,1000] divide(e, sb)\n"
-                      "  ROOT t = (f32[3,1000], f32[3], f32[3]) tuple(y, m, s)\n");
-  rn_check_text("softmax f32[3,1000] + (max, sum) outputs", t, EMIT_KIND_REDUCTION, -4, 4, 1e-5, 1e-7);
+                      "  y = f32[3,1000] divide(e, sb)\n  ab = f32[3,1000] abs(x)\n"
+                      "  ls = f32[3] log(s)\n  lse = f32[3] add(m, ls)\n"
+                      "  ROOT t = (f32[3,1000], f32[3,1000], f32[3,1000], f32[3], f32[3], f32[3]) "
+                      "tuple(y, e, ab, m, s, lse)\n");
+  rn_check_text("softmax f32[3,1000] + 5 side outputs", t, EMIT_KIND_REDUCTION, -4, 4, 1e-5, 1e-7);
   arrfree(t);
+  /* bf16: the sum keeps the evaluator's order (16-bit sums round at each step); exp and
+     the divide round to bf16: 1 ulp (2^-8) relative */
+  const char *b =
+      "add {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n  ROOT c = bf16[] add(a, b)\n}\n"
+      "max {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n  ROOT c = bf16[] maximum(a, b)\n}\n"
+      "fused {\n  x = bf16[16,200] parameter(0)\n  ninf = bf16[] constant(-inf)\n  z = bf16[] constant(0)\n"
+      "  m = bf16[16] reduce(x, ninf), dimensions={1}, to_apply=max\n"
+      "  mb = bf16[16,200] broadcast(m), dimensions={0}\n  d = bf16[16,200] subtract(x, mb)\n"
+      "  e = bf16[16,200] exponential(d)\n  s = bf16[16] reduce(e, z), dimensions={1}, to_apply=add\n"
+      "  sb = bf16[16,200] broadcast(s), dimensions={0}\n  ROOT y = bf16[16,200] divide(e, sb)\n}\n";
+  rn_check_text("softmax bf16[16,200]", b, EMIT_KIND_REDUCTION, -4, 4, 1.0 / 128, 1e-6);
+}
+
+/* A variadic reduce read through get-tuple-element (argmax -> one-hot), and a reduce to a
+   scalar re-expanded to the whole input (one row: single-threaded). */
+static void test_rownorm_variadic_and_scalar(void **state) {
+  rn_check_text("one-hot of argmax f32[16,100]",
+                "am {\n  a = f32[] parameter(0)\n  ai = s32[] parameter(1)\n  b = f32[] parameter(2)\n"
+                "  bi = s32[] parameter(3)\n  gt = pred[] compare(a, b), direction=GE\n"
+                "  v = f32[] select(gt, a, b)\n  i = s32[] select(gt, ai, bi)\n"
+                "  ROOT t = (f32[], s32[]) tuple(v, i)\n}\n"
+                "fused {\n  x = f32[16,100] parameter(0)\n  io = s32[16,100] iota(), iota_dimension=1\n"
+                "  ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n"
+                "  r = (f32[16], s32[16]) reduce(x, io, ninf, z), dimensions={1}, to_apply=am\n"
+                "  i = s32[16] get-tuple-element(r), index=1\n  v = f32[16] get-tuple-element(r), index=0\n"
+                "  ib = s32[16,100] broadcast(i), dimensions={0}\n  vb = f32[16,100] broadcast(v), dimensions={0}\n"
+                "  eq = pred[16,100] compare(io, ib), direction=EQ\n  d = f32[16,100] subtract(x, vb)\n"
+                "  oh = f32[16,100] convert(eq)\n  ROOT t = (f32[16,100], f32[16,100]) tuple(oh, d)\n}\n",
+                EMIT_KIND_REDUCTION, -1, 1, 0, 0);
+  rn_check_text("x - mean(all of x) f32[100,50]",
+                RN_REDUCERS
+                "fused {\n  x = f32[100,50] parameter(0)\n  z = f32[] constant(0)\n"
+                "  s = f32[] reduce(x, z), dimensions={0,1}, to_apply=add\n  n = f32[] constant(5000)\n"
+                "  mean = f32[] divide(s, n)\n  mb = f32[100,50] broadcast(mean), dimensions={}\n"
+                "  ROOT y = f32[100,50] subtract(x, mb)\n}\n",
+                EMIT_KIND_REDUCTION, -1, 1, 0, 1e-6);
 }
 
 static void test_log_softmax(void **state) {
@@ -510,6 +554,7 @@ int main(void) {
     cmocka_unit_test(test_log_softmax),
     cmocka_unit_test(test_layer_norm),
     cmocka_unit_test(test_rownorm_general),
+    cmocka_unit_test(test_rownorm_variadic_and_scalar),
     cmocka_unit_test(test_rownorm_refused),
     cmocka_unit_test(test_fixtures),
     cmocka_unit_test(test_bench),

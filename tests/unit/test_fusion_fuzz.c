@@ -1,13 +1,30 @@
-/* test_fusion_fuzz.c — differential fuzzing of the optimising pipeline: 1,000 random
-   well-typed HLO graphs of up to 30 ops (elementwise, broadcast, reduce, dot, transpose,
-   slice, concatenate, select, reshape) from a fixed-seed PRNG; the evaluator on each graph
-   must give the same bits as the evaluator on (a) the graph after the fusion passes and
-   the scheduler alone, (b) the graph after the whole pipeline (simplification, fusion,
-   scheduling) and (c) the same after dot canonicalisation (the CPU backend's order). A failing graph is shrunk — instructions replaced by parameters and the
-   root by one of its tuple operands while it still fails — and written to
-   build/fusion-fuzz-failures/; copy it into tests/fixtures/fuzz_regress/, where every file is
-   rerun by this test. HLOJIT_FUZZ_N overrides the number of graphs, HLOJIT_FUZZ_SEED the
-   first seed.
+/* test_fusion_fuzz.c — differential fuzzing of the optimising pipeline and of the CPU
+   backend (issue 4): 1,000 random well-typed HLO graphs of up to 30 ops (elementwise,
+   broadcast, reduce, dot, transpose, slice, concatenate, select, reshape) from a
+   fixed-seed PRNG. For each graph:
+   (a-c) the evaluator must give the same bits on the graph after the fusion passes and
+         the scheduler alone, after the whole pipeline, and after dot canonicalisation and
+         the pipeline (the CPU backend's order);
+   (d)   the graph compiled by hj_compile_module on a CPU context (the backend's own
+         pipeline: dot canonicalisation, passes with fusion, the partitioner, wrapping,
+         emission, LLVM O3) must match the evaluator on the UNOPTIMISED graph: integers
+         and preds exactly, floats within the tolerance stated in fusion_testutil.h
+         (ftu_cpu_check: twice each element's measured sensitivity to rounding, NaN/inf
+         positions equal), and no fusion may hit an emitter error (hj_exec_stats
+         emit_errors). The test prints how many graphs compiled with 0 evaluator
+         fallbacks, the compile time, and how many output elements matched bitwise,
+         within tolerance, or were ill-conditioned (not compared).
+   A failing graph is shrunk — instructions replaced by parameters, tuple outputs dropped,
+   the root replaced by one of its tuple operands, while it still fails the same way — and
+   written to build/fusion-fuzz-failures/; copy it into tests/fixtures/fuzz_regress/
+   (with a comment saying what it caught), where every file is rerun by this test through
+   (a)-(d), and must also compile with 0 evaluator fallbacks.
+
+   Environment: HLOJIT_FUZZ_GRAPHS (or HLOJIT_FUZZ_N) the number of graphs (1000; the
+   ASan run uses 100), HLOJIT_FUZZ_SEED the first seed (1), HLOJIT_FUZZ_JOBS the worker
+   processes (default: the online CPUs, at most 16; LLVM compiles one module at a time
+   per process, ~50-100 ms a graph, so 1,000 graphs take about a minute per core),
+   HLOJIT_FUZZ_VERBOSE=1 names the graphs that fell back to the evaluator.
 
    Generator: a pool of values (name, f32/pred, dims from {1,2,3,4,5,8}, rank <= 3) that
    starts with 1-2 parameters; each op picks operands from the pool and, when no value of
@@ -18,6 +35,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- generator ----------------------------------------------------------------------------- */
 
@@ -486,16 +504,15 @@ static void fz_save(const hlo_module *m, uint64_t seed) {
 
 /* ---- tests ----------------------------------------------------------------------------------- */
 
-static void test_fuzz(void **state) {
-  const char *ns = getenv("HLOJIT_FUZZ_GRAPHS"), *ss = getenv("HLOJIT_FUZZ_SEED");
-  if (!ns) ns = getenv("HLOJIT_FUZZ_N");
-  int n = ns ? atoi(ns) : 1000;
-  uint64_t seed0 = ss ? strtoull(ss, NULL, 10) : 1;
-  int passed = 0, unevaluable = 0, failed[8] = { 0 }, kb = 0, ka = 0, fusions = 0;
-  ftu_cpu_tally ct = { 0 };
-  double t0 = fz_now_ms();
-  int kinds[HLO_FUSION_KIND_COUNT] = { 0 }, multi = 0, rownorm = 0;
-  for (int i = 0; i < n; i++) {
+/* What a run over some seeds found (summed over the workers). */
+typedef struct fz_sum {
+  int passed, unevaluable, failed[8], kb, ka, fusions, kinds[HLO_FUSION_KIND_COUNT], multi, rownorm;
+  ftu_cpu_tally ct;
+} fz_sum;
+
+/* Checks the graphs of seeds seed0 + i, i in [0, n) with i % nw == w. */
+static void fz_run(uint64_t seed0, int n, int w, int nw, fz_sum *S) {
+  for (int i = w; i < n; i += nw) {
     uint64_t seed = seed0 + (uint64_t)i;
     char *text = fz_module(seed), why[1200];
     hlo_module *m = NULL;
@@ -504,58 +521,202 @@ static void test_fuzz(void **state) {
                hj_ctx_error(ftu_ctx), text);
     free(text);
     fz_sinks_to_root(m);
-    ct.last_fallbacks = 0;
-    int r = fz_check(m, why, sizeof why, &ct);
-    if (ct.last_fallbacks && getenv("HLOJIT_FUZZ_VERBOSE"))
-      printf("  seed %llu: %d evaluator fallback(s)\n", (unsigned long long)seed, ct.last_fallbacks);
+    S->ct.last_fallbacks = 0;
+    int r = fz_check(m, why, sizeof why, &S->ct);
+    if (S->ct.last_fallbacks && getenv("HLOJIT_FUZZ_VERBOSE"))
+      printf("  seed %llu: %d evaluator fallback(s)\n", (unsigned long long)seed, S->ct.last_fallbacks);
     if (r == 0) {
-      passed++;
+      S->passed++;
       hlo_module *o = hlo_module_clone(m);
       if (ftu_optimize(o) == HJ_OK) {
-        kb += hlo_count_kernels(m);
-        ka += hlo_count_kernels(o);
+        S->kb += hlo_count_kernels(m);
+        S->ka += hlo_count_kernels(o);
         for (ptrdiff_t k = 0; k < arrlen(o->entry->instrs); k++) {
           const hlo_instr *f = o->entry->instrs[k];
           if (f->op != HLO_OP_FUSION) continue;
-          fusions++;
-          kinds[f->fusion_kind]++;
-          multi += f->calls[0]->root->op == HLO_OP_TUPLE;
-          rownorm += f->fusion_kind == HLO_FUSION_INPUT && f->calls[0]->root->op != HLO_OP_TUPLE &&
-                     hlo_shape_numel(&f->shape) > hlo_shape_numel(&hlo_fusion_hero(f->calls[0])->shape);
+          S->fusions++;
+          S->kinds[f->fusion_kind]++;
+          S->multi += f->calls[0]->root->op == HLO_OP_TUPLE;
+          S->rownorm += f->fusion_kind == HLO_FUSION_INPUT && f->calls[0]->root->op != HLO_OP_TUPLE &&
+                        hlo_shape_numel(&f->shape) > hlo_shape_numel(&hlo_fusion_hero(f->calls[0])->shape);
         }
       }
       hlo_module_free(o);
     } else if (r < 0) {
-      unevaluable++;
+      S->unevaluable++;
     } else {
-      failed[r]++;
+      S->failed[r]++;
       printf("  seed %llu fails (%s); shrinking\n", (unsigned long long)seed, why);
+      fflush(stdout);
       m = fz_shrink(m, r);
       fz_save(m, seed);
     }
+    fflush(stdout);
     hlo_module_free(m);
   }
+}
+
+static void fz_add(fz_sum *a, const fz_sum *b) {
+  a->passed += b->passed; a->unevaluable += b->unevaluable;
+  for (int k = 0; k < 8; k++) a->failed[k] += b->failed[k];
+  a->kb += b->kb; a->ka += b->ka; a->fusions += b->fusions; a->multi += b->multi; a->rownorm += b->rownorm;
+  for (int k = 0; k < HLO_FUSION_KIND_COUNT; k++) a->kinds[k] += b->kinds[k];
+  ftu_cpu_tally *x = &a->ct;
+  const ftu_cpu_tally *y = &b->ct;
+  x->graphs += y->graphs; x->compiled += y->compiled; x->clean += y->clean;
+  x->fallback_graphs += y->fallback_graphs; x->emit_error_graphs += y->emit_error_graphs;
+  x->runtime_ops += y->runtime_ops; x->elems += y->elems; x->exact += y->exact;
+  x->loose += y->loose; x->illcond += y->illcond; x->compile_ms += y->compile_ms;
+  x->max_err_ratio = fmax(x->max_err_ratio, y->max_err_ratio);
+  x->passes_ms += y->passes_ms; x->emit_ms += y->emit_ms; x->optimize_ms += y->optimize_ms;
+  x->codegen_ms += y->codegen_ms;
+  x->fusions += y->fusions;
+}
+
+/* Worker processes: this very binary, re-executed with HLOJIT_FUZZ_WORKER=w/W (a fresh
+   process: no LLVM or thread-pool state crosses a fork), each checking every W-th seed
+   and ending its output with "FZSUM <hex bytes of its fz_sum>". LLVM compiles one
+   module at a time per process, so W processes are what uses W cores. */
+static const char fz_tag[] = "FZSUM ";
+
+static int fz_worker_main(const char *spec) {
+  int w = 0, nw = 1;
+  if (sscanf(spec, "%d/%d", &w, &nw) != 2 || nw < 1 || w < 0 || w >= nw) return 2;
+  const char *ns = getenv("HLOJIT_FUZZ_GRAPHS"), *ss = getenv("HLOJIT_FUZZ_SEED");
+  fz_sum S;
+  memset(&S, 0, sizeof S);
+  fz_run(ss ? strtoull(ss, NULL, 10) : 1, ns ? atoi(ns) : 1000, w, nw, &S);
+  printf("%s", fz_tag);
+  for (size_t i = 0; i < sizeof S; i++) printf("%02x", ((unsigned char *)&S)[i]);
+  printf("\n");
+  return 0;
+}
+
+/* Runs |nw| workers; false when one of them could not be started or did not report. */
+static bool fz_run_workers(int nw, fz_sum *S) {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) return false;
+  exe[len] = 0;
+  FILE *p[16] = { 0 };
+  for (int w = 0; w < nw; w++) {
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "HLOJIT_FUZZ_WORKER=%d/%d '%s'", w, nw, exe);
+    if (!(p[w] = popen(cmd, "r"))) return false;
+  }
+  bool ok = true;
+  for (int w = 0; w < nw; w++) {
+    char line[4096];
+    bool got = false;
+    while (fgets(line, sizeof line, p[w])) {
+      if (strncmp(line, fz_tag, strlen(fz_tag)) != 0) { fputs(line, stdout); continue; }
+      fz_sum one;
+      const char *h = line + strlen(fz_tag);
+      got = strlen(h) >= 2 * sizeof one;
+      for (size_t i = 0; got && i < sizeof one; i++) {
+        unsigned v;
+        got = sscanf(h + 2 * i, "%2x", &v) == 1;
+        ((unsigned char *)&one)[i] = (unsigned char)v;
+      }
+      if (got) fz_add(S, &one);
+    }
+    int rc = pclose(p[w]);
+    if (!got || rc != 0) {
+      printf("  worker %d/%d failed (exit status %d, %s)\n", w, nw, rc, got ? "reported" : "no report");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+static void test_fuzz(void **state) {
+  const char *ns = getenv("HLOJIT_FUZZ_GRAPHS"), *ss = getenv("HLOJIT_FUZZ_SEED"), *js = getenv("HLOJIT_FUZZ_JOBS");
+  if (!ns) ns = getenv("HLOJIT_FUZZ_N");
+  if (ns) setenv("HLOJIT_FUZZ_GRAPHS", ns, 1);
+  int n = ns ? atoi(ns) : 1000;
+  long nw = js ? atol(js) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (nw < 1) nw = 1;
+  if (nw > 16) nw = 16;
+  if (nw > n / 20) nw = n / 20 > 1 ? n / 20 : 1;
+  uint64_t seed0 = ss ? strtoull(ss, NULL, 10) : 1;
+  fz_sum S;
+  memset(&S, 0, sizeof S);
+  double t0 = fz_now_ms();
+  fflush(stdout);
+  if (nw > 1) assert_true(fz_run_workers((int)nw, &S));
+  else fz_run(seed0, n, 0, 1, &S);
+  const ftu_cpu_tally *ct = &S.ct;
+  const int *failed = S.failed;
   printf("  %d random graphs: %d bitwise equal, %d not evaluable, failures: fusion passes %d, "
          "pipeline %d, dot-canon + pipeline %d, pass errors %d; kernels %d -> %d (%d fusions)\n",
-         n, passed, unevaluable, failed[1], failed[2], failed[3], failed[4], kb, ka, fusions);
+         n, S.passed, S.unevaluable, failed[1], failed[2], failed[3], failed[4], S.kb, S.ka, S.fusions);
   printf("  fusions made: %d kLoop, %d kInput (%d row-normalisation), %d kOutput, %d multi-output\n",
-         kinds[HLO_FUSION_LOOP], kinds[HLO_FUSION_INPUT], rownorm, kinds[HLO_FUSION_OUTPUT], multi);
-  printf("  CPU backend: %d compiled (%.1f ms each, %.1f s for the whole test), %d with 0 evaluator "
-         "fallbacks, %d with fallbacks (%d runtime ops), %d with emitter errors; failures: values %d, "
-         "compile/run %d, emitter errors %d\n", ct.compiled, ct.compiled ? ct.compile_ms / ct.compiled : 0.0,
-         (fz_now_ms() - t0) / 1e3, ct.clean, ct.fallback_graphs, ct.runtime_ops, ct.emit_error_graphs,
-         failed[5], failed[6], failed[7]);
-  if (ct.compiled)
+         S.kinds[HLO_FUSION_LOOP], S.kinds[HLO_FUSION_INPUT], S.rownorm, S.kinds[HLO_FUSION_OUTPUT], S.multi);
+  printf("  CPU backend: %d compiled (%lld fusions, %.1f ms each), %d with 0 evaluator fallbacks, %d with fallbacks "
+         "(%d runtime ops), %d with emitter errors; failures: values %d, compile/run %d, emitter errors %d\n",
+         ct->compiled, (long long)ct->fusions, ct->compiled ? ct->compile_ms / ct->compiled : 0.0, ct->clean, ct->fallback_graphs,
+         ct->runtime_ops, ct->emit_error_graphs, failed[5], failed[6], failed[7]);
+  if (ct->compiled)
     printf("  CPU compile time per graph: passes %.1f ms, emission %.1f ms, O3 %.1f ms, codegen %.1f ms\n",
-           ct.passes_ms / ct.compiled, ct.emit_ms / ct.compiled, ct.optimize_ms / ct.compiled,
-           ct.codegen_ms / ct.compiled);
+           ct->passes_ms / ct->compiled, ct->emit_ms / ct->compiled, ct->optimize_ms / ct->compiled,
+           ct->codegen_ms / ct->compiled);
   printf("  CPU outputs: %lld elements, %lld bitwise equal, %lld within tolerance (max |err|/tol %.3f), "
          "%lld of them loosely (sensitivity > 2^-10), %lld ill-conditioned (not compared)\n",
-         (long long)ct.elems, (long long)ct.exact, (long long)(ct.elems - ct.exact - ct.illcond),
-         ct.max_err_ratio, (long long)ct.loose, (long long)ct.illcond);
+         (long long)ct->elems, (long long)ct->exact, (long long)(ct->elems - ct->exact - ct->illcond),
+         ct->max_err_ratio, (long long)ct->loose, (long long)ct->illcond);
+  printf("  %.1f s with %ld worker process(es) (HLOJIT_FUZZ_JOBS)\n", (fz_now_ms() - t0) / 1e3, nw);
   int nfail = 0;
   for (int k = 1; k < 8; k++) nfail += failed[k];
   assert_int_equal(nfail, 0);
+  assert_int_equal(S.passed + S.unevaluable, n);
+}
+
+/* The CPU comparison is not vacuous: on the evaluator's own result of a module with
+   transcendentals and a reduction, a change of 2^-12 relative in one element is caught,
+   a change of one ulp is accepted. */
+static void test_cpu_tolerance_bites(void **state) {
+  static const char text[] =
+    "HloModule tol\nadd_f {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+    "ENTRY main {\n  x = f32[4,8] parameter(0)\n  y = f32[4,8] parameter(1)\n  t = f32[4,8] tanh(x)\n"
+    "  e = f32[4,8] exponential(y)\n  m = f32[4,8] multiply(t, e)\n  z = f32[] constant(0)\n"
+    "  r = f32[4] reduce(m, z), dimensions={1}, to_apply=add_f\n  ROOT out = (f32[4,8], f32[4]) tuple(m, r)\n}\n";
+  hlo_module *m = NULL;
+  CHECK_OK(ftu_ctx, hlo_parse_module(ftu_ctx, text, strlen(text), "tol", &m));
+  hlo_module *mods[FTU_PROBES + 1];
+  for (int k = 0; k <= FTU_PROBES; k++) assert_non_null(mods[k] = ftu_probe_module(m, k));
+  hlo_literal **args = ftu_args(m, 5), *x = NULL, *ref[FTU_PROBES + 1] = { 0 };
+  CHECK_OK(ftu_ctx, hlo_eval_module(ftu_ctx, m, args, 2, &x));
+  assert_true(ftu_probe_eval(mods, args, 2, ref));
+  int caught = 0, accepted = 0, tried = 0;
+  for (int leaf = 0; leaf < 2; leaf++) {
+    hlo_literal *l = x->elems[leaf];
+    for (int64_t i = 0; i < hlo_shape_numel(&l->shape); i++) {
+      float v = ((float *)l->data)[i];
+      if (!isfinite(v) || fabsf(v) < 1e-3f) continue;
+      tried++;
+      for (int big = 0; big < 2; big++) {
+        hlo_literal *y = hlo_literal_clone(ftu_ctx, x);
+        ((float *)y->elems[leaf]->data)[i] = big ? v * (1 + 1.0f / 4096) : nextafterf(v, INFINITY);
+        ftu_cpu_tally t = { 0 };
+        char why[512];
+        bool ok = ftu_cpu_compare(x, y, ref[0], ref + 1, FTU_PROBES, &t, why, sizeof why);
+        if (big) caught += !ok;
+        else accepted += ok;
+        hlo_literal_free(y);
+      }
+    }
+  }
+  printf("  %d elements: a 2^-12 relative error caught in %d, one ulp accepted in %d\n", tried, caught, accepted);
+  assert_true(tried > 20);
+  assert_int_equal(caught, tried);
+  assert_int_equal(accepted, tried);
+  for (int k = 0; k <= FTU_PROBES; k++) {
+    hlo_literal_free(ref[k]);
+    hlo_module_free(mods[k]);
+  }
+  hlo_literal_free(x);
+  ftu_free_args(args, 2);
+  hlo_module_free(m);
 }
 
 static void test_fuzz_regressions(void **state) {
@@ -574,8 +735,12 @@ static void test_fuzz_regressions(void **state) {
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     hlo_module *m = ftu_parse_file(path);
     if (!m) fail_msg("%s: %s", path, hj_ctx_error(ftu_ctx));
-    int r = fz_check(m, why, sizeof why, NULL);
+    ftu_cpu_tally t = { 0 };
+    int r = fz_check(m, why, sizeof why, &t);
     if (r > 0) fail_msg("%s: %s", path, why);
+    /* the generator makes no sort/scatter: every fusion of a fixture must get a kernel */
+    if (t.fallback_graphs) fail_msg("%s: %d fusion(s) fell back to the evaluator on the CPU backend "
+                                    "(HLOJIT_DUMP_TO's thunk dump says why)", path, t.last_fallbacks);
     hlo_module_free(m);
     n++;
   }
@@ -586,7 +751,15 @@ static void test_fuzz_regressions(void **state) {
 int main(void) {
   ftu_ctx = tu_ctx();
   fz_cpu = ftu_cpu_ctx_new();
+  const char *worker = getenv("HLOJIT_FUZZ_WORKER");
+  if (worker) {
+    int rc = fz_worker_main(worker);
+    hj_ctx_destroy(fz_cpu);
+    hj_ctx_destroy(ftu_ctx);
+    return rc;
+  }
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_cpu_tolerance_bites),
     cmocka_unit_test(test_fuzz_regressions),
     cmocka_unit_test(test_fuzz),
   };
