@@ -49,16 +49,21 @@
 
    STATUS
    - works:   graph builder with every op below, HLO text parse/print (XLA-compatible),
-              verifier, reference evaluator (backend HJ_BACKEND_INTERP), .npy I/O,
-              the `hlojit` command-line tool.
-   - CPU backend (LLVM ORC, HJ_BACKEND_CPU and AUTO): every instruction is its own fusion
-              until the fusion passes land; fusions without an emitter (sort, scatter, ...)
-              run on the evaluator inside the compiled program (hj_exec_stats counts them).
-              The single-header build has no CPU backend yet (AUTO = evaluator there).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), fusion, the tracing
-              JIT with shape buckets, the disk cache.
-              Bounded dynamic dims (HJ_DYN) are accepted and printed (`f32[<=64,768]`);
-              the evaluator runs them at their bound.
+              verifier, reference evaluator (HJ_BACKEND_INTERP), .npy I/O, the `hlojit`
+              command-line tool (print, opt, run);
+              the HLO pass pipeline (inlining, simplification, constant folding, CSE, DCE,
+              layout normalisation, producer-consumer / sibling / matmul-epilogue fusion,
+              scheduling; hj_module_optimize);
+              the CPU backend (LLVM ORC; HJ_BACKEND_CPU, and AUTO): loop, reduction (incl.
+              softmax/layer-norm row normalisation), transpose, in-place
+              dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
+              arena per executable, thread pool. Fusions without an emitter (sort, scatter,
+              reduce-window, non-f32 dots) run on the evaluator inside the compiled program
+              (hj_exec_stats counts them).
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
+              shape buckets, the disk cache, the GPT-2 example. The single-header build
+              has no CPU backend (AUTO = evaluator there). Bounded dynamic dims (HJ_DYN)
+              are accepted and printed (`f32[<=64,768]`) and run at their bound.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
