@@ -741,6 +741,8 @@ typedef struct ba_plan {
   int nin, nout;            /* flattened parameter leaves, root leaves */
   int64_t arena_bytes;      /* peak */
   int64_t values_bytes;     /* sum of arena values without reuse (for the dump) */
+  int *inplace_operand;     /* per instruction: the operand whose arena slot the fusion's
+                               output 0 takes (in-place elementwise, ba_assign_ex), -1 none */
 } ba_plan;
 /* |scratch_bytes| (may be NULL): per instruction (comp->instrs order) bytes of scratch
    it needs while it runs (the while thunk's next state). *out is filled; free it with
@@ -750,6 +752,13 @@ void ba_plan_free(ba_plan *p);
 void ba_plan_print(const ba_plan *p, char **sb);   /* appends the text form */
 const char *ba_where_name(ba_where w);
 int ba_instr_pos(const ba_plan *p, const hlo_instr *ins);   /* index in comp->instrs, -1 */
+/* ba_assign with in-place elementwise: a single-output fusion may write its output over
+   operand k's arena slot when that slot dies there, has the output's size and element count,
+   is passed to it once, and |may_inplace|(fusion, k, ud) says the kernel reads operand k only
+   at the element it is writing (the backend asks its emitter). NULL: no such reuse. */
+typedef bool (*ba_inplace_fn)(const hlo_instr *fusion, int operand, void *ud);
+hj_status ba_assign_ex(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_bytes,
+                       ba_inplace_fn may_inplace, void *ud, ba_plan *out);
 
 /* ---- backends/cpu/cpu_backend.c: the CPU backend as api.c sees it ----------------------
    cpu_backend_compile: clones |m| and compiles the copy (the executable does not keep |m|).

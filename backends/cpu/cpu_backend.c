@@ -8,7 +8,9 @@
         the result is verified and dumped (NNN.NAME.after_passes.hlo);
      3. one program per computation run by the runtime (the entry; while condition/body and
         conditional branches, recursively): buffer assignment (runtime/buffer_assign.c) and
-        a thunk skeleton, each fusion pending emission (with its dus_inplace decision);
+        a thunk skeleton, each fusion pending emission (with its dus_inplace decision and
+        its in-place elementwise operand: buffer assignment asks emit_loop_inplace_ok
+        whether the loop kernel reads that operand only at the element it writes);
      4. ONE LLVM module for all pending fusions: emit_classify -> EMIT_KIND_RUNTIME becomes
         an evaluator thunk; else emit_fusion -> a kernel (or a matmul plan); any error from
         the emitter (HJ_ERR_UNSUPPORTED, or a bug) deletes what it emitted and makes the
@@ -56,6 +58,7 @@ typedef struct cpb_pending {           /* a fusion thunk waiting for its kernel 
   th_program *p;
   int thunk;
   bool dus_inplace;
+  int inplace_operand;                 /* output 0 is this operand's buffer, -1 none */
 } cpb_pending;
 
 typedef struct cpb_build {
@@ -141,7 +144,7 @@ static hj_status cpb_thunk(cpb_build *B, th_program *p, int i) {
     t.kind = TH_EVAL;
     for (int k = 0; k < ins->noperands; k++) cpb_leaves(p, ins->operands[k], &t.args);
     cpb_leaves(p, ins, &t.outs);
-    cpb_pending pe = { p, (int)arrlen(p->thunks), p->plan.dus_inplace[i] };
+    cpb_pending pe = { p, (int)arrlen(p->thunks), p->plan.dus_inplace[i], p->plan.inplace_operand[i] };
     arrput(B->pending, pe);
     B->x->stats.fusions++;
     break;
@@ -177,6 +180,13 @@ static hj_status cpb_thunk(cpb_build *B, th_program *p, int i) {
   return st;
 }
 
+/* Buffer assignment's question for in-place elementwise: only loop kernels in linear mode. */
+static bool cpb_may_inplace(const hlo_instr *fusion, int operand, void *ud) {
+  (void)ud;
+  const hlo_instr *hero = NULL;
+  return emit_classify(fusion, false, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
+}
+
 static hj_status cpb_program(cpb_build *B, const hlo_comp *c, th_program **out) {
   th_program *p = calloc(1, sizeof *p);
   *out = p;
@@ -188,7 +198,7 @@ static hj_status cpb_program(cpb_build *B, const hlo_comp *c, th_program **out) 
   if (!scr) return hj__err(B->ctx, HJ_ERR_OOM, "CPU backend: out of memory");
   for (int i = 0; i < n; i++)
     if (c->instrs[i]->op == HLO_OP_WHILE) scr[i] = th_while_scratch_bytes(c->instrs[i]);
-  hj_status st = ba_assign(B->ctx, c, scr, &p->plan);
+  hj_status st = ba_assign_ex(B->ctx, c, scr, cpb_may_inplace, NULL, &p->plan);
   free(scr);
   if (st == HJ_OK) st = th_program_alloc(B->ctx, p);
   if (st == HJ_OK) B->x->stats.arena_bytes += p->plan.arena_bytes;
@@ -283,7 +293,7 @@ static bool cpb_emit_one(cpb_build *B, emit_module *em, cpb_pending *pe) {
   if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
   ctx->err[0] = 0;
   emit_kernel k = { .kind = kind };
-  hj_status st = emit_fusion(em, t->ins, name, pe->dus_inplace, &k);
+  hj_status st = emit_fusion_inplace(em, t->ins, name, pe->dus_inplace, pe->inplace_operand, &k);
   if (st == HJ_OK && cpb_broken(em->mod, name))
     st = hj__err(ctx, HJ_ERR_INTERNAL, "emit '%s': the LLVM verifier rejects the kernel", t->ins->name);
   if (st == HJ_OK && k.kind == EMIT_KIND_MATMUL && !k.matmul)

@@ -23,6 +23,8 @@
    thread pool; any split must give bitwise-identical results (determinism). A kernel never
    reads an output buffer before writing it and no output aliases an input (so parameters are
    noalias), except the dus kernel, whose output 0 *is* operand 0 (updated in place).
+   (Also excepted: an in-place loop kernel, emit_fusion_inplace below, whose output 0 is the
+   operand it reads only at the element it writes.)
 
    Elemental emission: emit_elemental(f, ins, idx) returns the value of |ins| at multi-index
    |idx| (i64 values), in the compute type (emit_compute_type). It emits straight-line code in
@@ -97,6 +99,10 @@ typedef struct emit_fn {
 hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
                             const hlo_instr *fusion, bool dus_inplace);
 hj_status emit_kernel_end(emit_fn *f);   /* `ret void`, frees the cache, returns f->status */
+/* The same, generalised: output 0 aliases operand |inplace_operand| (-1: none; 0 is the dus
+   case), so neither gets noalias. */
+hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
+                               const hlo_instr *fusion, int inplace_operand);
 
 /* Records the first error ("emit 'NAME': ...") and returns it; emission goes on with
    placeholder values (LLVMGetUndef) so callers need not check every step. */
@@ -160,6 +166,15 @@ typedef struct emit_kernel {
    to the evaluator for this fusion and counts it. */
 hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
                       bool dus_inplace, emit_kernel *out);
+/* loop.c: in-place elementwise. emit_loop_inplace_ok: |fusion| is a single-output loop
+   fusion in linear mode that reads operand |operand| only at the element it writes, so
+   output 0 may be given that operand's buffer (buffer assignment asks this).
+   emit_fusion_inplace: emit_fusion, except that with |inplace_operand| >= 0 output 0 is
+   that operand's buffer (the loop emitter, told so; HJ_ERR_UNSUPPORTED, nothing emitted,
+   if emit_loop_inplace_ok does not hold). */
+bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand);
+hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
+                              bool dus_inplace, int inplace_operand, emit_kernel *out);
 
 /* ---- loop.c, reduction.c, transpose.c, dus.c, matmul.c: the emitters -------------------- */
 hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char *name, emit_kernel *out);

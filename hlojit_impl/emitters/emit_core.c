@@ -74,6 +74,11 @@ static void emc_attr(emit_module *em, LLVMValueRef fn, unsigned at, const char *
 
 hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
                             const hlo_instr *fusion, bool dus_inplace) {
+  return emit_kernel_begin_ex(f, em, name, fusion, dus_inplace ? 0 : -1);
+}
+
+hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
+                               const hlo_instr *fusion, int inplace_operand) {
   memset(f, 0, sizeof *f);
   f->em = em;
   f->fusion = fusion;
@@ -103,7 +108,7 @@ hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
   emc_attr(em, impl, LLVMAttributeFunctionIndex, "nounwind");
   emc_attr(em, outer, LLVMAttributeFunctionIndex, "nounwind");
   for (int k = 0; k < np; k++) {
-    bool aliased = dus_inplace && (k == 0 || k == f->nparams);
+    bool aliased = inplace_operand >= 0 && (k == inplace_operand || k == f->nparams);
     if (!aliased) emc_attr(em, impl, (unsigned)k + 1, "noalias");
   }
   /* the outer function: unpack bufs, call the body */

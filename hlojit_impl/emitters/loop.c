@@ -21,7 +21,16 @@
 
    Example: fusion { p0 = f32[64,128] parameter(0); t = f32[128,64] transpose(p0),
    dimensions={1,0}; ROOT e = f32[128,64] exponential(t) }: row mode, parallel_n = 128,
-   grain = 256; row r, element j: idx (r, j), t reads p0 at (j, r) = linear j*128 + r. */
+   grain = 256; row r, element j: idx (r, j), t reads p0 at (j, r) = linear j*128 + r.
+
+   In place (emit_fusion_inplace): output 0 may be the buffer of operand k when the fusion
+   has one output, is in linear mode, and every path from the root to parameter k goes
+   through ops that read their operands at their own index with the output's element count
+   (elementwise ops, reshapes, default-layout bitcasts): element i of parameter k is then
+   read only while computing element i, before it is stored. A broadcast, slice or reduce
+   on the way (even of a scalar) disqualifies k. The kernel reads parameter k through the
+   output pointer itself, so LLVM sees a dependence of distance 0 and vectorises without a
+   runtime alias check. */
 #include "emit_internal.h"
 
 int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max) {
@@ -98,6 +107,59 @@ static bool elp_linear_ok(const hlo_instr *ins, int depth) {
   return true;
 }
 
+/* In-place check for fused parameter |pk|, over the computation's instructions in text
+   (topological) order: 0 = does not read pk, 1 = reads it only at its own index with N
+   elements, -1 = reads it anywhere else. */
+typedef struct { const hlo_instr *key; int value; } elp_memo;
+
+static int elp_own_index(const hlo_instr *ins, int64_t pk, int64_t N, elp_memo **memo) {
+  if (ins->op == HLO_OP_PARAMETER)
+    return ins->index != pk ? 0 : hlo_shape_is_array(&ins->shape) && hlo_shape_numel(&ins->shape) == N ? 1 : -1;
+  int r = 0;
+  for (int k = 0; k < ins->noperands; k++) {
+    ptrdiff_t at = hmgeti(*memo, ins->operands[k]);
+    int v = at >= 0 ? (*memo)[at].value : -1;   /* not seen: not in text order, refuse */
+    if (v < 0) return -1;
+    r |= v;
+  }
+  if (!r) return 0;
+  hlo_elem_op e;
+  if (!hlo_shape_is_array(&ins->shape) || hlo_shape_numel(&ins->shape) != N) return -1;
+  switch (ins->op) {
+  case HLO_OP_RESHAPE: return 1;
+  case HLO_OP_BITCAST:
+    return hlo_shape_layout_is_default(&ins->shape) &&
+           hlo_shape_layout_is_default(&ins->operands[0]->shape) ? 1 : -1;
+  case HLO_OP_MAP: break;
+  default:
+    if (!hlo_elem_op_of(ins, &e)) return -1;
+    break;
+  }
+  for (int k = 0; k < ins->noperands; k++)   /* same dims: read at the same index */
+    if (!elp_same_dims(&ins->operands[k]->shape, &ins->shape)) return -1;
+  return 1;
+}
+
+bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand) {
+  if (!fusion || fusion->op != HLO_OP_FUSION || fusion->ncalls < 1 || !fusion->calls[0] ||
+      !hlo_shape_is_array(&fusion->shape) || operand < 0 || operand >= fusion->noperands)
+    return false;
+  const hlo_comp *c = fusion->calls[0];
+  elp_leaf lv[2];
+  if (elp_leaves(c, lv, 2) != 1 || lv[0].sub >= 0 || !elp_linear_ok(lv[0].ins, 0)) return false;
+  int64_t N = hlo_shape_numel(&fusion->shape);
+  elp_memo *memo = NULL;
+  int r = -1;
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+    r = elp_own_index(c->instrs[i], operand, N, &memo);
+    hmput(memo, c->instrs[i], r);
+  }
+  ptrdiff_t at = hmgeti(memo, c->root);
+  r = at >= 0 ? memo[at].value : -1;
+  hmfree(memo);
+  return r >= 0;
+}
+
 /* Leaves lv[0..n) (output buffers first, first+1, ...) at |idx|, stored at |lin|. */
 static void elp_emit_leaves(emit_fn *f, const elp_leaf *lv, int n, int first,
                             const emit_index *idx, LLVMValueRef lin) {
@@ -108,8 +170,8 @@ static void elp_emit_leaves(emit_fn *f, const elp_leaf *lv, int n, int first,
   }
 }
 
-hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
-                           emit_kernel *out) {
+static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *name,
+                         int inplace, emit_kernel *out) {
   const char *fname = fusion && fusion->name ? fusion->name : "?";
   if (!fusion || fusion->ncalls < 1 || !fusion->calls[0])
     return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit '%s': not a fusion", fname);
@@ -136,8 +198,9 @@ hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char 
     if (lv[k].sub >= 0 || !elp_linear_ok(lv[k].ins, 0)) linear = false;
   if (mixed || s->rank <= 1 || minor == 0 || (numel / minor < 16 && minor >= 4096)) linear = true;
   emit_fn f;
-  hj_status st = emit_kernel_begin(&f, em, name, fusion, false);
+  hj_status st = emit_kernel_begin_ex(&f, em, name, fusion, inplace);
   if (st) return st;
+  if (inplace >= 0) f.params[inplace] = f.outs[0];   /* the same pointer: distance 0 */
   if (f.nouts != n)
     emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d root leaves", f.nouts, n);
   LLVMBuilderRef b = em->b;
@@ -178,4 +241,35 @@ hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char 
   out->grain = linear ? 16384 : (16384 + minor - 1) / minor;
   out->matmul = NULL;
   return HJ_OK;
+}
+
+hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
+                           emit_kernel *out) {
+  return elp_emit(em, fusion, name, -1, out);
+}
+
+hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
+                              bool dus_inplace, int inplace_operand, emit_kernel *out) {
+  if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_inplace, out);
+  const hlo_instr *hero = NULL;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", name);
+  out->kind = EMIT_KIND_LOOP;
+  if (dus_inplace || emit_classify(fusion, false, &hero) != EMIT_KIND_LOOP ||
+      !emit_loop_inplace_ok(fusion, inplace_operand))
+    return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': output 0 over operand %d needs a "
+                   "linear loop fusion reading it at its own index",
+                   fusion && fusion->name ? fusion->name : "?", inplace_operand);
+  LLVMValueRef last = LLVMGetLastFunction(em->mod);
+  hj_status st = elp_emit(em, fusion, name, inplace_operand, out);
+  if (st != HJ_OK) {   /* delete what was emitted, so the module verifies */
+    LLVMValueRef fn = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(em->mod);
+    LLVMValueRef *dead = NULL;
+    for (; fn; fn = LLVMGetNextFunction(fn)) arrput(dead, fn);
+    for (ptrdiff_t i = 0; i < arrlen(dead); i++)
+      LLVMReplaceAllUsesWith(dead[i], LLVMGetPoison(LLVMTypeOf(dead[i])));
+    for (ptrdiff_t i = 0; i < arrlen(dead); i++) LLVMDeleteFunction(dead[i]);
+    arrfree(dead);
+  }
+  return st;
 }

@@ -18,6 +18,12 @@
         of fused parameter p updates operand p's storage when that storage is an ARENA
         group whose last use is this fusion and operand p is passed only once: the output
         group is merged into operand p's (dus_inplace[i], reported to the emitter);
+     2b. in-place elementwise (ba_assign_ex): a single-output fusion (not a dus in place)
+        takes the storage of its first operand k whose group is ARENA, dies there, has the
+        output's bytes and element count, appears once among the fusion's operand groups,
+        and for which the backend's predicate says the kernel reads it only at the element
+        it writes (the loop emitter's linear mode): inplace_operand[i] = k. Merging chains:
+        in a = exp(p); b = neg(a); c = sin(b) all three share one slot;
      3. outputs: root leaf k takes output buffer k when its group is computed here and not
         yet an output; a root leaf that is a parameter, a constant or a repeat of an
         earlier root leaf gets a copy at the end instead (ba_plan.copies);
@@ -169,6 +175,41 @@ static void ba_dus(ba_state *s, ba_plan *p, int i) {
   p->dus_inplace[i] = true;
 }
 
+/* How many leaves of fusion |f|'s operands belong to group |g|. */
+static int ba_uses_of(ba_state *s, const hlo_instr *f, int g) {
+  int n = 0;
+  for (int k = 0; k < f->noperands; k++) {
+    int *og = s->leafgrp[ba_pos(s, f->operands[k])];
+    for (ptrdiff_t j = 0; j < arrlen(og); j++) n += og[j] >= 0 && ba_find(s, og[j]) == g;
+  }
+  return n;
+}
+
+/* Step 2b: may fusion |i| write its output over one of its operands? */
+static void ba_inplace(ba_state *s, ba_plan *p, int i, ba_inplace_fn ok, void *ud) {
+  const hlo_instr *f = s->c->instrs[i];
+  if (!ok || p->dus_inplace[i] || f->op != HLO_OP_FUSION || f->ncalls != 1 ||
+      !hlo_shape_is_array(&f->shape) || arrlen(s->leafgrp[i]) != 1 || s->leafgrp[i][0] < 0)
+    return;
+  int go = ba_find(s, s->leafgrp[i][0]);
+  for (int k = 0; k < f->noperands; k++) {
+    const hlo_instr *opnd = f->operands[k];
+    int *og = s->leafgrp[ba_pos(s, opnd)];
+    if (!hlo_shape_is_array(&opnd->shape) || arrlen(og) != 1 || og[0] < 0) continue;
+    int g0 = ba_find(s, og[0]);
+    ba_group *G0 = &s->groups[g0];
+    if (G0->where != BA_ARENA || G0->last != i || g0 == go || G0->bytes == 0 ||
+        G0->bytes != s->groups[go].bytes ||
+        hlo_shape_numel(&opnd->shape) != hlo_shape_numel(&f->shape) ||
+        ba_uses_of(s, f, g0) != 1 || !ok(f, k, ud))
+      continue;
+    s->uf[go] = g0;
+    if (s->groups[go].last > G0->last) G0->last = s->groups[go].last;
+    p->inplace_operand[i] = k;
+    return;
+  }
+}
+
 typedef struct { int64_t off, size; int owner; } ba_block;
 
 static int64_t ba_first_fit(ba_block **live, int64_t size, int owner, int64_t *peak) {
@@ -222,7 +263,8 @@ static void ba_arena(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
 }
 
 /* Steps 1-3 need the flattened parameter offsets. */
-static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
+static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes,
+                          ba_inplace_fn may_inplace, void *ud) {
   const hlo_comp *c = s->c;
   int np = (int)arrlen(c->params), *base = calloc((size_t)np + 1, sizeof *base);
   if (!base) return hj__err(s->ctx, HJ_ERR_OOM, "buffer assignment: out of memory");
@@ -245,6 +287,7 @@ static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes)
   for (ptrdiff_t j = 0; j < arrlen(rl); j++)
     if (rl[j] >= 0) s->groups[rl[j]].last = s->n;
   for (int i = 0; i < s->n; i++) ba_dus(s, p, i);
+  for (int i = 0; i < s->n; i++) ba_inplace(s, p, i, may_inplace, ud);
   p->nout = (int)arrlen(rl);
   for (ptrdiff_t k = 0; k < arrlen(rl); k++) {            /* outputs */
     int g = ba_find(s, rl[k]);
@@ -263,6 +306,11 @@ static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes)
 }
 
 hj_status ba_assign(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_bytes, ba_plan *out) {
+  return ba_assign_ex(ctx, c, scratch_bytes, NULL, NULL, out);
+}
+
+hj_status ba_assign_ex(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_bytes,
+                       ba_inplace_fn may_inplace, void *ud, ba_plan *out) {
   memset(out, 0, sizeof *out);
   out->comp = c;
   ba_state s = { .ctx = ctx, .c = c, .n = (int)arrlen(c->instrs) };
@@ -273,16 +321,18 @@ hj_status ba_assign(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_byt
   s.leafgrp = calloc((size_t)s.n + 1, sizeof *s.leafgrp);
   out->dus_inplace = calloc((size_t)s.n + 1, sizeof *out->dus_inplace);
   out->scratch = malloc(sizeof(int64_t) * ((size_t)s.n + 1));
+  out->inplace_operand = malloc(sizeof(int) * ((size_t)s.n + 1));
   hj_status st = HJ_OK;
-  if (!s.pos_of_id || !s.leafgrp || !out->dus_inplace || !out->scratch) {
+  if (!s.pos_of_id || !s.leafgrp || !out->dus_inplace || !out->scratch || !out->inplace_operand) {
     st = hj__err(ctx, HJ_ERR_OOM, "buffer assignment: out of memory");
   } else {
     for (int i = 0; i < s.nids; i++) s.pos_of_id[i] = -1;
     for (int i = 0; i < s.n; i++) {
       s.pos_of_id[c->instrs[i]->id] = i;
       out->scratch[i] = -1;
+      out->inplace_operand[i] = -1;
     }
-    st = ba_build(&s, out, scratch_bytes);
+    st = ba_build(&s, out, scratch_bytes, may_inplace, ud);
   }
   for (int i = 0; st == HJ_OK && i < s.n; i++) {         /* locations */
     ba_loc *v = NULL;
@@ -312,6 +362,7 @@ void ba_plan_free(ba_plan *p) {
   arrfree(p->leaves);
   free(p->dus_inplace);
   free(p->scratch);
+  free(p->inplace_operand);
   arrfree(p->consts);
   arrfree(p->copies);
   memset(p, 0, sizeof *p);
@@ -344,6 +395,8 @@ void ba_plan_print(const ba_plan *p, char **sb) {
       ba_loc_print(sb, &p->leaves[i][j]);
     }
     if (p->dus_inplace[i]) sb_puts(sb, "  (dynamic-update-slice in place)");
+    if (p->inplace_operand && p->inplace_operand[i] >= 0)
+      sb_printf(sb, "  (in place over operand %d)", p->inplace_operand[i]);
     if (p->scratch[i] >= 0) sb_printf(sb, "  scratch@%lld", (long long)p->scratch[i]);
     sb_puts(sb, "\n");
   }

@@ -10,6 +10,7 @@
    Determinism: a reduction-heavy module run 20 times with 1 and with 2 threads must give
    one set of bits. The first whole-module test prints the compile latency. */
 #include "testutil.h"
+#include "hlojit_impl/emitters/emit.h"
 #include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
@@ -426,6 +427,144 @@ static void test_buffer_dus_inplace(void **state) {
   hj_ctx_destroy(ctx);
 }
 
+/* ---- in-place elementwise ------------------------------------------------------------------------ */
+
+/* The CPU backend's question (cpu_backend.c): a linear loop kernel reading |operand| at its
+   own index only. */
+static bool cb_may_inplace(const hlo_instr *fusion, int operand, void *ud) {
+  (void)ud;
+  const hlo_instr *hero = NULL;
+  return emit_classify(fusion, false, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
+}
+
+/* Where in-place must and must not happen (comments: the expected inplace_operand). */
+static const char *cb_inplace_text =
+  "HloModule inplace\n"
+  "row_fused {\n  x = f32[64,16] parameter(0)\n  v = f32[16] parameter(1)\n"
+  "  bv = f32[64,16] broadcast(v), dimensions={1}\n  ROOT s = f32[64,16] add(x, bv)\n}\n"
+  "twice_fused {\n  t0 = f32[64,16] parameter(0)\n  t1 = f32[64,16] parameter(1)\n"
+  "  ROOT mx = f32[64,16] maximum(t0, t1)\n}\n"
+  "rev_fused {\n  y = f32[1024] parameter(0)\n  ROOT r = f32[1024] reverse(y), dimensions={0}\n}\n"
+  "bcast_fused {\n  z = f32[1024] parameter(0)\n  s0 = f32[1] slice(z), slice={[0:1]}\n"
+  "  s1 = f32[] reshape(s0)\n  b1 = f32[1024] broadcast(s1), dimensions={}\n"
+  "  ROOT m = f32[1024] multiply(z, b1)\n}\n"
+  "ENTRY main {\n  p = f32[64,16] parameter(0)\n  q = f32[64,16] parameter(1)\n"
+  "  v = f32[16] parameter(2)\n"
+  "  a = f32[64,16] multiply(p, q)\n"                                  /* -1: parameters */
+  "  b = f32[64,16] add(a, q)\n"                                       /* 0 */
+  "  c = f32[64,16] negate(b)\n"                                       /* 0 */
+  "  d = f32[64,16] subtract(q, c)\n"                                  /* 1 */
+  "  e = f32[64,16] fusion(d, d), kind=kLoop, calls=twice_fused\n"    /* -1: passed twice */
+  "  f = f32[64,16] abs(e)\n"                                          /* -1: e lives on */
+  "  g = f32[64,16] add(f, e)\n"                                       /* 0 */
+  "  h = f32[64,16] fusion(g, v), kind=kLoop, calls=row_fused\n"      /* -1: row mode */
+  "  r1 = f32[1024] reshape(h)\n"
+  "  i = f32[1024] fusion(r1), kind=kLoop, calls=rev_fused\n"         /* -1: reads elsewhere */
+  "  j = f32[1024] negate(i)\n"                                        /* 0 */
+  "  k = f32[1024] fusion(j), kind=kLoop, calls=bcast_fused\n"        /* -1: element 0 for all */
+  "  ROOT o = f32[1024] multiply(k, k)\n}\n";  /* 0: wrapped with one operand, read twice at i */
+
+static void test_buffer_inplace_elementwise(void **state) {
+  hj_ctx_t *ctx = tu_ctx();
+  hlo_module *m = cb_parse(ctx, cb_inplace_text);
+  bool ch;
+  CHECK_OK(ctx, pass_wrap_fusions(m, &ch));
+  ba_plan p, plain;
+  CHECK_OK(ctx, ba_assign_ex(ctx, m->entry, NULL, cb_may_inplace, NULL, &p));
+  CHECK_OK(ctx, ba_assign(ctx, m->entry, NULL, &plain));
+  struct { const char *name; int want; } cases[] = {
+    { "wrapped_a", -1 }, { "wrapped_b", 0 }, { "wrapped_c", 0 }, { "wrapped_d", 1 },
+    { "e", -1 }, { "wrapped_f", -1 }, { "wrapped_g", 0 }, { "h", -1 }, { "i", -1 },
+    { "wrapped_j", 0 }, { "k", -1 }, { "wrapped_o", 0 },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int at = -1;
+    for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++)
+      if (!strcmp(m->entry->instrs[i]->name, cases[c].name)) at = (int)i;
+    if (at < 0) fail_msg("no instruction '%s'", cases[c].name);
+    if (p.inplace_operand[at] != cases[c].want)
+      fail_msg("%s: in place over operand %d, want %d", cases[c].name, p.inplace_operand[at], cases[c].want);
+    assert_int_equal(plain.inplace_operand[at], -1);
+    if (cases[c].want >= 0) {   /* the same slot as that operand */
+      const hlo_instr *o = m->entry->instrs[at]->operands[cases[c].want];
+      assert_int_equal(p.leaves[at][0].where, cb_loc(&p, o->name, 0)->where);   /* o: output */
+      assert_int_equal(p.leaves[at][0].index, cb_loc(&p, o->name, 0)->index);
+    }
+  }
+  /* a..d share one slot, as do g, j: 3 slots of 4 KiB live at most (e, f, g) vs 4 */
+  printf("in-place elementwise: arena %lld bytes peak, %lld without in place\n",
+         (long long)p.arena_bytes, (long long)plain.arena_bytes);
+  assert_true(p.arena_bytes < plain.arena_bytes);
+  char *sb = NULL;
+  ba_plan_print(&p, &sb);
+  assert_non_null(strstr(sb, "wrapped_b"));
+  assert_non_null(strstr(sb, "(in place over operand 1)"));
+  arrfree(sb);
+  ba_plan_free(&p);
+  ba_plan_free(&plain);
+  hlo_module_free(m);
+  hj_ctx_destroy(ctx);
+}
+
+/* One exact-op chain over f32[256,256] (several threads' chunks), compiled op by op
+   (no_fusion): every link after the first goes in place, the last one into the output, so
+   the arena is empty (two 256 KiB slots without in place); and the module above, where
+   most fusions must not go in place. Both equal the evaluator bit for bit. */
+static void test_inplace_elementwise_runs(void **state) {
+  static const char *chain =
+    "HloModule chain\nENTRY main {\n  p = f32[256,256] parameter(0)\n  q = f32[256,256] parameter(1)\n"
+    "  a = f32[256,256] multiply(p, q)\n  b = f32[256,256] add(a, q)\n  c = f32[256,256] negate(b)\n"
+    "  d = f32[256,256] subtract(q, c)\n  e = f32[256,256] multiply(d, p)\n"
+    "  ROOT f = f32[256,256] add(e, q)\n}\n";
+  const char *texts[2] = { chain, cb_inplace_text };
+  hj_ctx_t *ref = tu_ctx();
+  for (int t = 0; t < 2; t++) {
+    char dir[] = "/tmp/hlojit_inplaceXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    hj_ctx_options_t o;
+    hj_ctx_options_init(&o);
+    o.backend = HJ_BACKEND_CPU;
+    o.num_threads = 4;
+    o.no_fusion = true;
+    o.dump_dir = dir;
+    hj_ctx_t *cpu = NULL;
+    if (hj_ctx_create(&o, &cpu) != HJ_OK) fail_msg("hj_ctx_create failed");
+    hlo_module *m = cb_parse(cpu, texts[t]);
+    hj_buffer_t **in = cb_inputs(cpu, m, 11 + (uint64_t)t);
+    hj_exec_stats_t s;
+    hj_buffer_t **got = cb_run(cpu, m, in, &s), **want = cb_run(ref, m, in, NULL);
+    assert_int_equal(s.evaluator_fallbacks, 0);
+    assert_int_equal(hj_buffer_nbytes(got[0]), hj_buffer_nbytes(want[0]));
+    if (memcmp(hj_buffer_host_ptr(got[0]), hj_buffer_host_ptr(want[0]), hj_buffer_nbytes(want[0])))
+      fail_msg("module %d: in-place results differ from the evaluator", t);
+    if (t == 0) assert_int_equal(s.arena_bytes, 0);
+    bool seen = false;                           /* the dump names the decision */
+    DIR *dd = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+      if (de->d_name[0] == '.') continue;
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+      if (strstr(de->d_name, "buffer_assignment.txt")) {
+        size_t n = 0;
+        char *txt = tu_read_file(path, &n);
+        seen |= txt && strstr(txt, "(in place over operand") != NULL;
+        free(txt);
+      }
+      unlink(path);
+    }
+    closedir(dd);
+    rmdir(dir);
+    assert_true(seen);
+    cb_free_bufs(got, 1);
+    cb_free_bufs(want, 1);
+    cb_free_bufs(in, hj_module_num_inputs(m));
+    hj_module_destroy(m);
+    hj_ctx_destroy(cpu);
+  }
+  hj_ctx_destroy(ref);
+}
+
 /* ---- whole modules ------------------------------------------------------------------------------ */
 
 typedef struct { int modules, fallbacks, runtime, kernels, emit_errors, skipped; } cb_tally;
@@ -768,6 +907,8 @@ int main(void) {
     cmocka_unit_test(test_buffer_chain_peak),
     cmocka_unit_test(test_buffer_aliases),
     cmocka_unit_test(test_buffer_dus_inplace),
+    cmocka_unit_test(test_buffer_inplace_elementwise),
+    cmocka_unit_test(test_inplace_elementwise_runs),
     cmocka_unit_test(test_backends_and_dumps),
     cmocka_unit_test(test_compile_latency),
     cmocka_unit_test(test_while_and_conditional),
