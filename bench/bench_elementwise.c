@@ -13,7 +13,7 @@
    Each thread count: GELU and triad alternate in 3 rounds of >= 0.3 s, best time of each
    (the machine may be shared: alternation and best-of keep the ratio fair). Ratio = GELU
    GB/s / triad GB/s; the goal (issue 3) is >= 0.8. Below that the kernel is not memory-bound
-   (the tanh polynomial costs more per element than the memory does): see bench/README.md.
+   (the arithmetic of tanh costs more per element than the memory does): see bench/README.md.
    The output is checked against the formula in double precision: max |y - ref| / max(|ref|, 1)
    must be <= 1e-5 (relative error alone is meaningless for x << 0, where 1 + tanh(..)
    cancels in any f32 evaluation).

@@ -38,10 +38,13 @@ static bool te_poly_math(hlo_opcode op) {
          op == HLO_OP_TANH || op == HLO_OP_LOGISTIC || op == HLO_OP_ERF;
 }
 
-/* Tolerance of |op| on |t|: the polynomial math is approximate on f32/f16/bf16. */
+/* Tolerance of |op| on |t|: the polynomial math is approximate on f32/f16/bf16. The evaluator
+   calls libm's f32 function (within 1 ulp itself); f32 tanh gets 4 ulps, not 3, as its own
+   error (emit_math.c: 2.95 measured, bound 3.5) leaves no room for libm's. */
 static int64_t te_ulp(hlo_opcode op, hlo_type t) {
   if (!te_poly_math(op) || t == HLO_F64) return 0;
-  return t == HLO_F32 ? 3 : 1;
+  if (t != HLO_F32) return 1;
+  return op == HLO_OP_TANH ? 4 : 3;
 }
 
 static void te_run(const char *text, const char *instr, int64_t ulp, bool edges, bool force_loop) {
@@ -356,16 +359,21 @@ static double te_libm(hlo_opcode op, double x) {
   }
 }
 
-/* Max error in f32 ulps (of the reference) of each polynomial, over every |step|-th float. */
+/* Max error in f32 ulps (of the reference) of each polynomial, over every |step|-th float, plus
+   specials that must come out exactly as libm's (bit for bit, sign of zero included; NaN as NaN):
+   ±0, ±inf, NaN, -NaN. The sweep holds subnormals of both signs. */
 static void test_math_ulp(void **state) {
   static const hlo_opcode ops[] = { HLO_OP_EXP, HLO_OP_EXPM1, HLO_OP_LOG, HLO_OP_LOG1P,
                                     HLO_OP_TANH, HLO_OP_LOGISTIC, HLO_OP_ERF };
-  static const double bound[] = { 2.5, 2.5, 2.5, 2.5, 2.5, 3.5, 3.5 };   /* emit_math.c */
+  static const double bound[] = { 2.5, 2.5, 2.5, 2.5, 3.5, 3.5, 3.5 };   /* emit_math.c */
+  static const uint32_t specials[] = { 0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+                                       0x7fc00000u, 0xffc00000u };
+  enum { NS = sizeof specials / sizeof specials[0] };
   uint32_t step = TE_SANITIZED ? 4099 : 257;
-  int64_t n = (int64_t)(0xffffffffu / step) + 1;
+  int64_t ns = (int64_t)(0xffffffffu / step) + 1, n = ns + NS;
   float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
   for (int64_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)(i * step);
+    uint32_t u = i < ns ? (uint32_t)(i * step) : specials[i - ns];
     memcpy(&x[i], &u, 4);
   }
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
@@ -385,9 +393,13 @@ static void test_math_ulp(void **state) {
     int64_t badspecial = 0;
     for (int64_t i = 0; i < n; i++) {
       double ref = te_libm(ops[k], (double)x[i]);
-      if (isnan(ref) || isinf(ref) || fabs(ref) > 3.4028234e38) {
+      if (i >= ns || isnan(ref) || isinf(ref) || fabs(ref) > 3.4028234e38) {
         float rf = (float)ref;
-        if (!(isnan(rf) ? isnan(y[i]) : y[i] == rf)) badspecial++;
+        bool ok = isnan(rf) ? isnan(y[i]) : y[i] == rf && signbit(y[i]) == signbit(rf);
+        if (!ok) {
+          print_message("f32 %s(%a) = %a, libm gives %a\n", hlo_opcode_name(ops[k]), x[i], y[i], rf);
+          badspecial++;
+        }
         continue;
       }
       int e;
@@ -397,7 +409,7 @@ static void test_math_ulp(void **state) {
       if (err > worst) { worst = err; wx = x[i]; }
     }
     print_message("f32 %-12s max error %.3f ulp (at x = %.9g) over %lld inputs, %lld special mismatches\n",
-                  hlo_opcode_name(ops[k]), worst, wx, (long long)n, (long long)badspecial);
+                  hlo_opcode_name(ops[k]), worst, wx, (long long)ns, (long long)badspecial);
     assert_true(worst <= bound[k]);
     assert_int_equal(badspecial, 0);
     hlo_module_free(m);

@@ -17,7 +17,7 @@
    and the CPU backend's results equal the evaluator's on the unoptimised module bit for
    bit (the same float ops in the same order: only where values live changes). Also: the
    pass leaves ordinary fusions (softmax, GELU, a stencil of 3 taps) alone; those are
-   compared within 4e-7 relative (the exp/tanh polynomials are within 3.5 ulps,
+   compared within 5e-7 relative (exp and tanh are within 3.5 ulps,
    emit_math.c; one or two of them per element here). */
 #include "testutil.h"
 #include <math.h>
@@ -97,8 +97,8 @@ static hj_exec_stats_t tp_run_cpu(hlo_module *m, bool bitwise) {
   assert_int_equal((int64_t)hj_buffer_nbytes(bout), want->nbytes);
   if (memcmp(hj_buffer_host_ptr(bout), want->data, (size_t)want->nbytes) != 0) {
     const float *a = hj_buffer_host_ptr(bout), *b = (const float *)want->data;
-    for (int64_t i = 0; i < want->nbytes / 4; i++)   /* else: exp/tanh polynomials, 3.5 ulps */
-      if (bitwise ? memcmp(&a[i], &b[i], 4) != 0 : !(fabsf(a[i] - b[i]) <= 4e-7f * fabsf(b[i]) + 1e-30f))
+    for (int64_t i = 0; i < want->nbytes / 4; i++)   /* else: exp/tanh, within 3.5 ulps */
+      if (bitwise ? memcmp(&a[i], &b[i], 4) != 0 : !(fabsf(a[i] - b[i]) <= 5e-7f * fabsf(b[i]) + 1e-30f))
         fail_msg("%s: element %lld: CPU %.9g, evaluator %.9g", m->name, (long long)i, a[i], b[i]);
   }
   hj_buffer_destroy(bin);

@@ -11,7 +11,7 @@
    |c - ref| <= 1e-5 * sqrt(K) * sum_k |a_ik b_kj| (f32 accumulation of K terms).
    Determinism: 1, 2 and 3 threads give the same bits. Epilogue: bias + GELU-like tanh chain +
    residual through a reshape (gemv and gemm, both rhs forms) against the evaluator, tolerance
-   2e-5 * sqrt(K) * sum_k |a b| + 1e-6 (1 + |ref|) (the emitted tanh is a polynomial), and
+   2e-5 * sqrt(K) * sum_k |a b| + 1e-6 (1 + |ref|) (the emitted tanh is a rational approximation), and
    bitwise across thread counts. Unsupported (f64, non-canonical dot, a transpose after the
    dot) are HJ_ERR_UNSUPPORTED with a message. */
 #include "testutil.h"
