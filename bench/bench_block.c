@@ -23,6 +23,7 @@
    (HJ_BACKEND_INTERP) within the same bound. Exit status 1 if a check fails. */
 #define _GNU_SOURCE
 #include "hlojit.h"
+#include "bench_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,45 +34,6 @@
 
 enum { BB_C = 768, BB_H = 12, BB_D = 64, BB_NIN = 13 };
 
-static double bb_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* ---- how busy the machine was (others' CPU time during this run) -------------------------- */
-typedef struct bb_load { double busy, self, wall; } bb_load;
-
-static bb_load bb_load_now(void) {
-  bb_load l = { 0, 0, 0 };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) != 8)
-      memset(v, 0, sizeof v);
-    fclose(f);
-  }
-  l.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  l.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  l.wall = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-  return l;
-}
-
-/* One line: the share of the machine's CPU time other processes used since |a|. */
-static void bb_load_report(bb_load a) {
-  bb_load b = bb_load_now();
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy - (b.self - a.self)) / ((b.wall - a.wall) * (double)(ncpu > 0 ? ncpu : 1));
-  if (other < 0) other = 0;
-  printf("machine: %ld CPUs; other processes used %.0f%% of its CPU time during this run%s\n", ncpu,
-         100.0 * other, other > 0.1 ? " (BUSY: absolute numbers are low, 2-thread figures unreliable)" : "");
-}
 
 /* Parameter shapes, in graph order. */
 static hj_shape_t bb_in_shape(int i, int64_t T) {
@@ -185,11 +147,11 @@ static void bb_run(bb_exe *x) {
 }
 
 static double bb_best(bb_exe *x, double secs) {
-  double best = 1e30, start = bb_now();
-  for (int r = 0; r < 2 || bb_now() - start < secs; r++) {
-    double t0 = bb_now();
+  double best = 1e30, start = bench_now();
+  for (int r = 0; r < 2 || bench_now() - start < secs; r++) {
+    double t0 = bench_now();
     bb_run(x);
-    double t = bb_now() - t0;
+    double t = bench_now() - t0;
     if (t < best) best = t;
   }
   return best;
@@ -249,7 +211,7 @@ static void bb_free(bb_exe *x) {
 }
 
 int main(void) {
-  bb_load load0 = bb_load_now();
+  bench_load load0 = bench_load_now();
   static const int64_t Ts[] = { 64, 256 };
   static const int threads[] = { 1, 2 };
   hj_ctx_t *ctx[2][2] = { { 0 } };   /* [fused?0:1][thread index] */
@@ -363,7 +325,7 @@ int main(void) {
     for (int v = 0; v < 2; v++) printf("%s\n", csplit[ti][v]);
   printf("\nkernels: loop/reduction/transpose/matmul/dus; eval: evaluator fallbacks. moved: bytes of\n"
          "the buffers each thunk reads and writes, per run. Goal (issue 4): speed-up >= 1.5x.\n");
-  bb_load_report(load0);
+  bench_load_report(load0);
   for (int v = 0; v < 2; v++)
     for (int t = 0; t < 2; t++) hj_ctx_destroy(ctx[v][t]);
   hj_ctx_destroy(ref_ctx);

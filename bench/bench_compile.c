@@ -18,6 +18,7 @@
    of instructions of the module's entry. Backend HJ_BACKEND_CPU, 1 thread. */
 #define _GNU_SOURCE
 #include "hlojit.h"
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,45 +28,7 @@
 
 #define BC_REPS 10
 
-static double bc_now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
-}
-
-/* ---- how busy the machine was (others' CPU time during this run) -------------------------- */
-typedef struct bc_load { double busy, self, wall; } bc_load;
-
-static bc_load bc_load_now(void) {
-  bc_load l = { 0, 0, 0 };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) != 8)
-      memset(v, 0, sizeof v);
-    fclose(f);
-  }
-  l.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  l.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  l.wall = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-  return l;
-}
-
-/* One line: the share of the machine's CPU time other processes used since |a|. */
-static void bc_load_report(bc_load a) {
-  bc_load b = bc_load_now();
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy - (b.self - a.self)) / ((b.wall - a.wall) * (double)(ncpu > 0 ? ncpu : 1));
-  if (other < 0) other = 0;
-  printf("machine: %ld CPUs; other processes used %.0f%% of its CPU time during this run%s\n", ncpu,
-         100.0 * other, other > 0.1 ? " (BUSY: absolute numbers are low, 2-thread figures unreliable)" : "");
-}
+static double bc_now_ms(void) { return 1e3 * bench_now(); }
 
 /* x + y on f32[n] */
 static hj_status bc_add1(hj_ctx_t *ctx, hj_module_t **out) {
@@ -184,7 +147,7 @@ done:
 }
 
 int main(void) {
-  bc_load load0 = bc_load_now();
+  bench_load load0 = bench_load_now();
   static const struct { const char *name; bc_build_fn build; bool no_fusion; } mods[] = {
     { "add f32[1024]", bc_add1, false },
     { "chain40 f32[1024]", bc_chain40, false },
@@ -219,6 +182,6 @@ int main(void) {
          "parts are that compile's hj_exec_stats (passes include the context's JIT/pool start\n"
          "when fresh); other = its wall time - their sum (verification, bookkeeping).\n",
          BC_REPS);
-  bc_load_report(load0);
+  bench_load_report(load0);
   return bad;
 }

@@ -25,6 +25,7 @@
    compute-bound and the memory ratio measures the tanh code, not the memory system. */
 #define _GNU_SOURCE
 #include "hlojit.h"
+#include "bench_util.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,45 +37,6 @@
 
 #define BE_N ((int64_t)16 << 20)   /* 16M floats = 64 MiB */
 
-static double be_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* ---- how busy the machine was (others' CPU time during this run) -------------------------- */
-typedef struct be_load { double busy, self, wall; } be_load;
-
-static be_load be_load_now(void) {
-  be_load l = { 0, 0, 0 };
-  unsigned long long v[8] = { 0 };
-  FILE *f = fopen("/proc/stat", "r");
-  if (f) {
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-               &v[5], &v[6], &v[7]) != 8)
-      memset(v, 0, sizeof v);
-    fclose(f);
-  }
-  l.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  l.self = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  l.wall = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-  return l;
-}
-
-/* One line: the share of the machine's CPU time other processes used since |a|. */
-static void be_load_report(be_load a) {
-  be_load b = be_load_now();
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  double other = (b.busy - a.busy - (b.self - a.self)) / ((b.wall - a.wall) * (double)(ncpu > 0 ? ncpu : 1));
-  if (other < 0) other = 0;
-  printf("machine: %ld CPUs; other processes used %.0f%% of its CPU time during this run%s\n", ncpu,
-         100.0 * other, other > 0.1 ? " (BUSY: absolute numbers are low, 2-thread figures unreliable)" : "");
-}
 
 /* ---- the triad ---------------------------------------------------------------------------- */
 
@@ -193,11 +155,11 @@ static void be_gelu_run(void *u) {
 }
 
 static double be_best(void (*fn)(void *), void *u, double secs) {
-  double best = 1e30, start = be_now();
-  for (int r = 0; r < 3 || be_now() - start < secs; r++) {
-    double t0 = be_now();
+  double best = 1e30, start = bench_now();
+  for (int r = 0; r < 3 || bench_now() - start < secs; r++) {
+    double t0 = bench_now();
     fn(u);
-    double t = be_now() - t0;
+    double t = bench_now() - t0;
     if (t < best) best = t;
   }
   return best;
@@ -276,7 +238,7 @@ static void be_header(void) {
 }
 
 int main(void) {
-  be_load load0 = be_load_now();
+  bench_load load0 = bench_load_now();
   const int64_t big = BE_N, small = 128 << 10;
   float *x = aligned_alloc(64, (size_t)big * 4);
   float *ta = aligned_alloc(64, (size_t)big * 4), *tb = aligned_alloc(64, (size_t)big * 4),
@@ -315,7 +277,7 @@ int main(void) {
          (long long)big, s->compile_ms, s->passes_ms, s->emit_ms, s->optimize_ms, s->codegen_ms);
   printf("GB/s: GELU counts 2 arrays per run (read x, write y), the triad 3 (STREAM counting).\n"
          "ratio = GELU GB/s / triad GB/s. Goal (issue 3): >= 0.80 from memory.\n");
-  be_load_report(load0);
+  bench_load_report(load0);
   free(x), free(ta), free(tb), free(tc);
   return bad;
 }
