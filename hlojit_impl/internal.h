@@ -701,6 +701,8 @@ const hlo_instr *hlo_fusion_hero(const hlo_comp *fc);
 void hlo_fusion_relabel(hlo_instr *fusion);
 int64_t hlo_shape_total_bytes(const hlo_shape *s);
 hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins);
+/* The entry and the while/conditional computations reached from it (stb_ds array). */
+void hlo_control_comps(hlo_comp *entry, hlo_comp ***out);
 hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup);
 hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_schedule_comp(hlo_comp *c, int64_t *before, int64_t *after);

@@ -172,21 +172,10 @@ static hj_status epi_comp(hlo_comp *c, bool *changed) {
   return HJ_OK;
 }
 
-static void epi_control_comps(hlo_comp *c, hlo_comp ***out) {
-  for (ptrdiff_t i = 0; i < arrlen(*out); i++)
-    if ((*out)[i] == c) return;
-  arrput(*out, c);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
-    hlo_instr *x = c->instrs[i];
-    if (x->op == HLO_OP_WHILE || x->op == HLO_OP_CONDITIONAL)
-      for (int k = 0; k < x->ncalls; k++) epi_control_comps(x->calls[k], out);
-  }
-}
-
 hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   hlo_comp **comps = NULL;
-  if (m->entry) epi_control_comps(m->entry, &comps);
+  if (m->entry) hlo_control_comps(m->entry, &comps);
   hj_status st = HJ_OK;
   for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = epi_comp(comps[i], &any);
   arrfree(comps);

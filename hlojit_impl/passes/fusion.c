@@ -439,22 +439,10 @@ static hj_status fus_comp(hlo_comp *c, bool *changed) {
   return HJ_OK;
 }
 
-/* The entry and the while/conditional computations reached from it. */
-static void fus_control_comps(hlo_comp *c, hlo_comp ***out) {
-  for (ptrdiff_t i = 0; i < arrlen(*out); i++)
-    if ((*out)[i] == c) return;
-  arrput(*out, c);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
-    hlo_instr *x = c->instrs[i];
-    if (x->op == HLO_OP_WHILE || x->op == HLO_OP_CONDITIONAL)
-      for (int k = 0; k < x->ncalls; k++) fus_control_comps(x->calls[k], out);
-  }
-}
-
 hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   hlo_comp **comps = NULL;
-  if (m->entry) fus_control_comps(m->entry, &comps);
+  if (m->entry) hlo_control_comps(m->entry, &comps);
   hj_status st = HJ_OK;
   for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = fus_comp(comps[i], &any);
   arrfree(comps);

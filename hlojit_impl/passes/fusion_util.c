@@ -244,3 +244,16 @@ hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer,
   hlo_fusion_relabel(fusion);
   return HJ_OK;
 }
+
+/* The entry and the while/conditional computations reached from it, each once: the
+   computations whose instructions become kernels (fused computations are not in it). */
+void hlo_control_comps(hlo_comp *c, hlo_comp ***out) {
+  for (ptrdiff_t i = 0; i < arrlen(*out); i++)
+    if ((*out)[i] == c) return;
+  arrput(*out, c);
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+    hlo_instr *x = c->instrs[i];
+    if (x->op == HLO_OP_WHILE || x->op == HLO_OP_CONDITIONAL)
+      for (int k = 0; k < x->ncalls; k++) hlo_control_comps(x->calls[k], out);
+  }
+}
