@@ -3,10 +3,19 @@
    construction, half-precision conversion and typed element access.
 
    Arenas: a list of blocks, each at least 64 KiB; allocations are bumped, zeroed and
-   16-byte aligned; everything is freed at once with the module (or graph). */
+   16-byte aligned; everything is freed at once with the module (or graph).
+
+   Big blocks (>= 2 MiB: weights, activations, an executable's arena) from the default
+   allocator are 2 MiB aligned and advised as transparent huge pages on Linux: kernels that
+   walk a matrix down its rows touch a new 4 KiB page every few cache lines, and the TLB
+   misses cost the M = 1 matmul ~10% of the memory bandwidth (0.84 -> 0.93 of a plain read
+   on 2 threads, measured on Zen 5 where THP is "madvise"). A custom allocator is used as is. */
 #include "internal.h"
 #include <math.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 /* stb_ds's implementation lives here (its implementation part sits outside the header guard,
    so this works also after internal.h has included the declarations). */
@@ -31,7 +40,11 @@ void *hj__alloc(hj_ctx_t *ctx, size_t size) {
     return ctx->opt.allocator.alloc(ctx->opt.allocator.user, size, 64);
   void *p = NULL;
   size = (size + 63) & ~(size_t)63;
-  if (posix_memalign(&p, 64, size) != 0) return NULL;
+  size_t huge = (size_t)2 << 20;
+  if (posix_memalign(&p, size >= huge ? huge : 64, size) != 0) return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (size >= huge) (void)madvise(p, size, MADV_HUGEPAGE);   /* advice only: errors are fine */
+#endif
   return p;
 }
 

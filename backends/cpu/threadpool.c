@@ -8,13 +8,32 @@
    counts exactly the chunks still running; the next job cannot start before it reaches 0,
    so a worker that oversleeps a generation it had no part in never misses one it had.
 
+   Waiting: a worker between jobs, and the caller waiting for the chunks, first spin for up
+   to TP_SPIN_NS on the atomic |gen| / |pending| and only then sleep on the condition
+   variable. Jobs come in bursts (one per matmul or kernel of an executable), and waking a
+   sleeping thread costs tens of microseconds (more in a VM): as much as a whole 2 MB gemv
+   takes. Spinning is off when the pool has more threads than online cores, where a
+   spinning thread would only steal the core a chunk runner needs. The decrement of
+   |pending| happens outside |mu|, but the last runner takes |mu| before signalling, so a
+   caller that saw pending > 0 under |mu| is already waiting when the signal comes.
+
    Example: n = 10, grain = 1, 4 threads -> chunks [0,3) [3,6) [6,8) [8,10); the caller runs
    [0,3), workers 1..3 the others. n = 10, grain = 4 -> 2 chunks [0,5) [5,10). */
 #include "threadpool.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#define TP_PAUSE() _mm_pause()
+#else
+#define TP_PAUSE() ((void)0)
+#endif
+
+#define TP_SPIN_NS 200000   /* 0.2 ms: well above a wake-up, well below a time slice */
 
 struct tp_pool {
   int nthreads;            /* the caller counts as thread 0 */
@@ -23,13 +42,14 @@ struct tp_pool {
   pthread_mutex_t submit;  /* one job at a time */
   pthread_mutex_t mu;      /* guards everything below */
   pthread_cond_t work, done;
-  uint64_t gen;
-  bool stop;
+  _Atomic uint64_t gen;    /* written under |mu|; read without it while spinning */
+  atomic_bool stop;
   tp_fn fn;                /* the current job */
   void *user;
   int64_t n;
   int chunks;
-  int pending;             /* worker chunks of the current job not finished yet */
+  atomic_int pending;      /* worker chunks of the current job not finished yet */
+  int64_t spin_ns;         /* TP_SPIN_NS, or 0 when oversubscribed */
 };
 
 typedef struct tp_worker_arg {
@@ -56,28 +76,69 @@ int tp_chunks(const tp_pool *p, int64_t n, int64_t grain) {
 
 int tp_size(const tp_pool *p) { return p->nthreads; }
 
+static int64_t tp_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spins while |done|(p, arg) is false, for at most p->spin_ns; true if it became true. */
+static bool tp_spin(tp_pool *p, bool (*done)(tp_pool *, uint64_t), uint64_t arg) {
+  if (p->spin_ns <= 0) return false;
+  int64_t until = 0;
+  for (unsigned i = 0;; i++) {
+    if (done(p, arg)) return true;
+    TP_PAUSE();
+    if ((i & 255) == 0) {   /* read the clock now and then: it costs ~20 ns */
+      int64_t now = tp_now_ns();
+      if (!until) until = now + p->spin_ns;
+      else if (now >= until) return false;
+    }
+  }
+}
+
+static bool tp_new_job(tp_pool *p, uint64_t seen) {
+  return atomic_load_explicit(&p->gen, memory_order_relaxed) != seen ||
+         atomic_load_explicit(&p->stop, memory_order_relaxed);
+}
+
+static bool tp_all_done(tp_pool *p, uint64_t unused) {
+  (void)unused;
+  return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
 static void *tp_worker_main(void *arg) {
   tp_worker_arg a = *(tp_worker_arg *)arg;
   free(arg);
   tp_pool *p = a.pool;
   tp_current = p;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (p->gen == seen && !p->stop) pthread_cond_wait(&p->work, &p->mu);
-    if (p->stop) break;
-    seen = p->gen;
-    if (a.index >= p->chunks) continue;
+    tp_spin(p, tp_new_job, seen);
+    pthread_mutex_lock(&p->mu);   /* the job's fields are read under |mu| */
+    while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+      pthread_cond_wait(&p->work, &p->mu);
+    if (atomic_load(&p->stop)) {
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    seen = atomic_load(&p->gen);
+    if (a.index >= p->chunks) {
+      pthread_mutex_unlock(&p->mu);
+      continue;
+    }
     tp_fn fn = p->fn;
     void *user = p->user;
     int64_t b, e;
     tp_chunk_range(p->n, p->chunks, a.index, &b, &e);
     pthread_mutex_unlock(&p->mu);
     fn(user, b, e);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
+    if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -91,6 +152,8 @@ hj_status tp_create(int nthreads, tp_pool **out) {
   tp_pool *p = calloc(1, sizeof *p);
   if (!p) return HJ_ERR_OOM;
   p->nthreads = nthreads;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  p->spin_ns = cores > 0 && nthreads > cores ? 0 : TP_SPIN_NS;
   pthread_mutex_init(&p->submit, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->work, NULL);
@@ -118,7 +181,7 @@ hj_status tp_create(int nthreads, tp_pool **out) {
 void tp_destroy(tp_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->stop = true;
+  atomic_store(&p->stop, true);
   pthread_cond_broadcast(&p->work);
   pthread_mutex_unlock(&p->mu);
   for (int k = 0; k < p->started; k++) pthread_join(p->workers[k], NULL);
@@ -143,8 +206,8 @@ void tp_parallel_for(tp_pool *p, int64_t n, int64_t grain, tp_fn fn, void *user)
   p->user = user;
   p->n = n;
   p->chunks = chunks;
-  p->pending = chunks - 1;
-  p->gen++;
+  atomic_store(&p->pending, chunks - 1);
+  atomic_fetch_add(&p->gen, 1);
   pthread_cond_broadcast(&p->work);
   pthread_mutex_unlock(&p->mu);
 
@@ -154,8 +217,10 @@ void tp_parallel_for(tp_pool *p, int64_t n, int64_t grain, tp_fn fn, void *user)
   fn(user, b, e);
   tp_current = NULL;
 
-  pthread_mutex_lock(&p->mu);
-  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  if (!tp_spin(p, tp_all_done, 0)) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
   pthread_mutex_unlock(&p->submit);
 }

@@ -5,7 +5,8 @@
    contiguous chunks of sizes differing by at most one; chunk k runs on thread k, the caller
    being thread 0. The split depends only on (n, grain, thread count), never on timing, so a
    kernel that writes each output from one chunk gives the same bits on every run.
-   Idle workers sleep on a condition variable (no spinning). */
+   Idle workers, and the caller waiting for them, spin for up to 0.2 ms before sleeping on a
+   condition variable (no spinning when the pool has more threads than cores). */
 #ifndef HLOJIT_THREADPOOL_H
 #define HLOJIT_THREADPOOL_H
 

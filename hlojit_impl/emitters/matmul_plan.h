@@ -12,14 +12,17 @@
            taken as one fma chain in k order starting from 0, then (accumulate) added to C.
            ukr[0] has mr rows, ukr[1] (if any) has m_rem = M % mr rows (a still strided mr).
      gemv: void (i64 K, const float *x, const float *b, float *y, i64 ldb, i64 n)
-           y[j] = sum_k x[k] * b[k*ldb + j] for j < n (B normal), one fma chain in k order;
+           y[j] += sum_k x[k] * b[k*ldb + j] for j < n (B normal), one fma chain in k order
+           continuing from y[j] (the driver zeroes y first). The driver calls it per K block of gemv_kb rows (the last may be
+           shorter), each into its own partial row, and sums the partials in block order
+           after (one block: straight into C);
      gemvt: same signature, y[j] = sum_k x[k] * b[j*ldb + k] (B transposed), vector partial
            sums over k then a fixed reduction tree.
      epi:  kernel ABI of emit.h, (bufs, begin, end): the fused epilogue applied in place
            to output elements [begin, end), which lie in one row of C (absent: bare dot).
    Every output element is computed by the same sequence of operations whatever the
    blocking in M and N and the thread split, so results are bitwise independent of the
-   thread count (KC, the only split of K, is fixed in the plan). */
+   thread count (KC and gemv_kb, the only splits of K, are fixed in the plan). */
 #ifndef HLOJIT_MATMUL_PLAN_H
 #define HLOJIT_MATMUL_PLAN_H
 #include <stdbool.h>
@@ -39,7 +42,8 @@ struct emit_matmul_plan {
   int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */
   int m_rem;                   /* M % mr: rows of ukr[1] (0: no ukr[1]) */
   int64_t kc, mc, nc;          /* cache blocks: K step, rows of an A block, cols of a B block */
-  int gemv_cols;               /* gemv: columns per register block (driver aligns splits) */
+  int gemv_cols;               /* gemv: the driver's column splits are multiples of this */
+  int64_t gemv_kb;             /* gemv, B normal: rows per K block (K: one block) */
   bool use_gemv;               /* M == 1: the bandwidth-bound path */
   char ukr_name[2][112];
   char gemv_name[112];

@@ -7,7 +7,7 @@
    dims in the order listed, which the rewrite keeps). x @ w.T must not get a transpose.
    Matmul: the JIT'd kernels + driver against the evaluator's dot (which sums in double),
    sizes not multiples of the blocks (1, 3, 17, 127, 1000, 1600 rows > mc), K > kc, N > nc,
-   both rhs forms, batches, M = 1 (gemv); tolerance per element
+   both rhs forms, batches, M = 1 (gemv, one or several K blocks, batched); tolerance per element
    |c - ref| <= 1e-5 * sqrt(K) * sum_k |a_ik b_kj| (f32 accumulation of K terms).
    Determinism: 1, 2 and 3 threads give the same bits. Epilogue: bias + GELU-like tanh chain +
    residual through a reshape (gemv and gemm, both rhs forms) against the evaluator, tolerance
@@ -294,6 +294,7 @@ static void test_matmul_vs_evaluator(void **state) {
     { 1, 1, 1, 1 }, { 1, 3, 17, 127 }, { 1, 17, 127, 3 }, { 1, 127, 3, 17 },
     { 1, 1, 1000, 127 }, { 1, 1, 127, 1000 }, { 1, 127, 1000, 17 }, { 1, 1000, 17, 127 },
     { 1, 17, 1000, 1000 }, { 1, 1600, 5, 60 }, { 1, 64, 768, 96 }, { 3, 17, 33, 50 },
+    { 4, 1, 300, 70 },
     { 4, 1, 40, 70 }, { 2, 9, 1, 1 },
   };
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
@@ -312,7 +313,7 @@ static void test_matmul_deterministic(void **state) {
   for (int t = 0; t < 3; t++) CHECK_OK(ctx, tp_create(t + 1, &pools[t]));
   static const int64_t sz[][5] = {   /* B, M, K, N, trans */
     { 1, 127, 1000, 300, 0 }, { 1, 64, 800, 500, 1 }, { 1, 1, 1000, 1000, 0 },
-    { 1, 1, 999, 301, 1 }, { 5, 20, 70, 90, 0 }, { 1, 300, 50, 40, 1 },
+    { 1, 1, 999, 301, 1 }, { 5, 20, 70, 90, 0 }, { 1, 300, 50, 40, 1 }, { 3, 1, 500, 200, 0 },
   };
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
     tm_mm mm;
