@@ -10,7 +10,7 @@
    For M = 1 (gemv, bandwidth-bound) both sides cycle through copies of B totalling > 512 MiB
    (B comes from memory, as the weights do in a decode step) and it prints GB/s (bytes of B
    read once per call) against the memory bandwidth: a read-only streaming sum over 128 MiB
-   (4 streams per thread) on the same thread pool, taking turns with the gemv and OpenBLAS
+   (4 streams per thread, a different 128 MiB of 640 MiB each call) on the same thread pool, taking turns with the gemv and OpenBLAS
    in the same rounds ("bw", and "of bw" = the goal's ratio). "of best" divides by the best
    read or STREAM-triad bandwidth seen at any time in the run instead: stricter, since on a
    shared machine the bandwidth drifts (40-100 GB/s on 2 threads seen here) and the best
@@ -150,12 +150,26 @@ static void bm_read_task(void *u, int64_t b, int64_t e) {
   s->sums[(b * 64) / (s->n + 1) % 64] += t;   /* keep the loads alive */
 }
 
-/* Best GB/s of a read-only sum and of a triad (STREAM counting: 3 arrays). */
-static void bm_bandwidth(tp_pool *pool, double *read_gbs, double *triad_gbs) {
+/* The read yardstick: a read-only sum over 128 MiB, a different 128 MiB each call, out of
+   BM_RD_CHUNKS: reading the same 128 MiB again and again measured 52 GB/s on one thread
+   where fresh memory gives 44 (the 32 MiB L3 keeps part of a repeatedly scanned array),
+   and the gemv reads fresh memory. Timed in turn with the gemv and OpenBLAS in the same
+   rounds (the machine's bandwidth drifts by 2x over minutes when it is shared). */
+#define BM_RD_CHUNKS 5
+typedef struct bm_rd { bm_stream s; float *base; int i; tp_pool *pool; } bm_rd;
+static void bm_read_all(void *u) {
+  bm_rd *r = u;
+  r->s.b = r->base + (size_t)(r->i++ % BM_RD_CHUNKS) * (size_t)r->s.n;
+  tp_parallel_for(r->pool, r->s.n, 1 << 20, bm_read_task, &r->s);
+}
+
+/* Best GB/s of the read yardstick and of a triad (STREAM counting: 3 arrays). */
+static void bm_bandwidth(bm_rd *rd, tp_pool *pool, double *read_gbs, double *triad_gbs) {
   bm_stream s = { .n = 32 << 20 };   /* 128 MiB per array */
   s.a = bm_alloc((size_t)s.n * 4);
   s.b = bm_alloc((size_t)s.n * 4);
   s.c = bm_alloc((size_t)s.n * 4);
+  rd->pool = pool;
   uint32_t x = 7;   /* distinct data: pages of one value might get merged by the host */
   for (int64_t i = 0; i < s.n; i++) {
     x = x * 1664525u + 1013904223u;
@@ -164,7 +178,7 @@ static void bm_bandwidth(tp_pool *pool, double *read_gbs, double *triad_gbs) {
   double br = 1e30, bt = 1e30;
   for (int r = 0; r < 5; r++) {
     double t0 = bm_now();
-    tp_parallel_for(pool, s.n, 1 << 20, bm_read_task, &s);
+    bm_read_all(rd);
     double t1 = bm_now();
     tp_parallel_for(pool, s.n, 1 << 16, bm_triad_task, &s);
     double t2 = bm_now();
@@ -172,7 +186,7 @@ static void bm_bandwidth(tp_pool *pool, double *read_gbs, double *triad_gbs) {
     if (t2 - t1 < bt) bt = t2 - t1;
   }
   /* the best seen in this run (the machine may be shared: a bound must not be a dip) */
-  if ((double)s.n * 4 / br / 1e9 > *read_gbs) *read_gbs = (double)s.n * 4 / br / 1e9;
+  if ((double)rd->s.n * 4 / br / 1e9 > *read_gbs) *read_gbs = (double)rd->s.n * 4 / br / 1e9;
   if ((double)s.n * 12 / bt / 1e9 > *triad_gbs) *triad_gbs = (double)s.n * 12 / bt / 1e9;
   free(s.a), free(s.b), free(s.c);
 }
@@ -209,14 +223,6 @@ static void bm_time3(void (*a)(void *), void *ua, void (*b)(void *), void *ub,
   }
 }
 
-/* The M = 1 yardstick, timed in turn with the gemv and OpenBLAS: the read-only sum over a
-   128 MiB array on the same pool (the machine's bandwidth drifts by 2x over minutes when
-   it is shared, so the bound is measured in the same rounds as what it bounds). */
-typedef struct bm_rd { bm_stream s; tp_pool *pool; } bm_rd;
-static void bm_read_all(void *u) {
-  bm_rd *r = u;
-  tp_parallel_for(r->pool, r->s.n, 1 << 20, bm_read_task, &r->s);
-}
 
 static void bm_hj(void *u) {
   bm_run *r = u;
@@ -273,19 +279,22 @@ int main(int argc, char **argv) {
   }
   static const int threads[] = { 1, 2 };
   double bw_read[2] = { 0, 0 }, bw_triad[2] = { 0, 0 };
+  bm_rd rd = { .s = { .n = 32 << 20 } };
+  rd.base = bm_alloc((size_t)BM_RD_CHUNKS * (size_t)rd.s.n * 4);
+  uint32_t lcg = 11;   /* distinct data: pages of one value might get merged by the host */
+  for (size_t i = 0; i < (size_t)BM_RD_CHUNKS * (size_t)rd.s.n; i++)
+    lcg = lcg * 1664525u + 1013904223u, rd.base[i] = (float)(lcg >> 8);
   tp_pool *pools[2];
   for (int t = 0; t < 2; t++) {
     if (tp_create(threads[t], &pools[t])) return 1;
-    bm_bandwidth(pools[t], &bw_read[t], &bw_triad[t]);
+    bm_bandwidth(&rd, pools[t], &bw_read[t], &bw_triad[t]);
   }
   int bad = 0;
   unsigned seed = 12345;
   /* rows are printed at the end, when the bandwidth bound is final */
   struct bm_row { const char *what; int64_t M, K, N; int t; double gh, go, gbs, rbs, rel; } rows[64];
   double bw_rd_best[2] = { 0, 0 };   /* best of the same-round reads */
-  float *rdbuf = bm_alloc((size_t)(32 << 20) * 4);   /* the M = 1 yardstick's array */
-  uint32_t lcg = 11;   /* distinct data, as in bm_bandwidth */
-  for (int64_t i = 0; i < 32 << 20; i++) lcg = lcg * 1664525u + 1013904223u, rdbuf[i] = (float)(lcg >> 8);
+
   int nrows = 0;
   for (size_t si = 0; si < nkn; si++)
     for (size_t mi = 0; mi < nms; mi++) {
@@ -309,7 +318,7 @@ int main(int argc, char **argv) {
         bm_run r = { mm, bufs, bs, nb, 0, pools[t], scr };
         bm_blas bl = { M, N, K, kn[si].trans, a, bs, nb, 0, ref };
         openblas_set_num_threads(threads[t]);
-        bm_rd rd = { .s = { .b = rdbuf, .n = 32 << 20 }, .pool = pools[t] };
+        rd.pool = pools[t];
         double th, tb, tr;
         bm_time3(bm_hj, &r, bm_ob, &bl, M == 1 ? bm_read_all : NULL, &rd, &th, &tb, &tr);
         r.i = bl.i = 0;   /* one more run of each on copy 0, whose results are compared */
@@ -354,7 +363,7 @@ int main(int argc, char **argv) {
     printf(" %.2e%s\n", w->rel, w->rel > 1e-4 ? "  MISMATCH" : "");
   }
   for (int t = 0; t < 2; t++) tp_destroy(pools[t]);
-  free(rdbuf);
+  free(rd.base);
   cpu_jit_destroy(j);
   hj_ctx_destroy(ctx);
   return bad;
