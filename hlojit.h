@@ -123,7 +123,10 @@ typedef struct hj_shape {
 #define HJ_NONE ((hj_tensor_t){ NULL, -1 })
 
 /* Allocator used for the context, graph and module arenas and buffer storage.
-   Containers inside the library (stb_ds) use malloc/realloc. |align| is a power of two. */
+   Containers inside the library (stb_ds) use malloc/realloc. |align| is a power of two.
+   The default (posix_memalign/free) gives blocks of 2 MiB or more 2 MiB alignment and, on
+   Linux, advises them as transparent huge pages (madvise MADV_HUGEPAGE): matmul kernels that
+   walk weights row by row then miss the TLB far less. */
 typedef struct hj_allocator {
   void *(*alloc)(void *user, size_t size, size_t align);
   void (*free)(void *user, void *ptr);
@@ -132,7 +135,8 @@ typedef struct hj_allocator {
 
 typedef struct hj_ctx_options {
   hj_backend_t backend;     /* default HJ_BACKEND_AUTO */
-  int num_threads;          /* 0: all cores */
+  int num_threads;          /* 0: all cores. Idle workers spin up to 0.2 ms after a job
+                               before sleeping (not when num_threads > cores) */
   hj_allocator_t allocator; /* all NULL: malloc/free */
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);

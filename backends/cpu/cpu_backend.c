@@ -333,6 +333,7 @@ static hj_status cpb_emit_all(cpb_build *B, const char *modname) {
   double t0 = cpb_now_ms();
   emit_module em;
   emit_module_init(&em, B->ctx, jm.llctx, jm.mod, &target);
+  cpu_jit_unique_name(j, "hjs", em.shared_prefix, sizeof em.shared_prefix);
   int nk = 0;
   for (ptrdiff_t i = 0; i < arrlen(B->pending); i++) nk += cpb_emit_one(B, &em, &B->pending[i]);
   emit_module_dispose(&em);

@@ -53,6 +53,10 @@ typedef struct emit_module {
   LLVMBuilderRef b;
   emit_target target;
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr;
+  /* Non-empty: a prefix unique in the JIT, under which kernels that depend only on their
+     parameters (the matmul micro-kernels) are emitted once per module and shared by every
+     fusion that needs them. Empty: each fusion emits its own, under its name. */
+  char shared_prefix[32];
 } emit_module;
 
 /* Sets up types and a builder for |mod| (owned by the caller, as is |llctx|). */

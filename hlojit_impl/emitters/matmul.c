@@ -554,16 +554,25 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
   struct emit_matmul_plan *p = calloc(1, sizeof *p);
   if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "emit matmul '%s': out of memory", fusion->name);
   *p = tmp;
-  snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d", name, p->mr);
-  emm_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
+  /* The kernels depend only on the blocking: shared per module when the backend allows
+     (a GPT-2 block's six matmuls need two micro-kernels, not six; O3 and codegen of the
+     micro-kernel were most of a matmul fusion's compile time). */
+  const char *pre = em->shared_prefix[0] ? em->shared_prefix : name;
+  snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d_%dx%d", pre, p->mr, p->mr, p->nr);
+  if (!LLVMGetNamedFunction(em->mod, p->ukr_name[0]))
+    emm_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
   if (p->m_rem) {
-    snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d", name, p->m_rem);
-    emm_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
+    snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d_%dx%d", pre, p->m_rem, p->mr, p->nr);
+    if (!LLVMGetNamedFunction(em->mod, p->ukr_name[1]))
+      emm_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
   }
   if (p->use_gemv) {
-    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv", name);
-    if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
-    else emm_emit_gemv(em, p->gemv_name, p->vw);
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d", pre, p->rhs_transposed ? "t" : "",
+             p->rhs_transposed ? p->gemv_cols : p->vw);
+    if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
+      if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
+      else emm_emit_gemv(em, p->gemv_name, p->vw);
+    }
   }
   if (epi) {
     snprintf(p->epi_name, sizeof p->epi_name, "%s.epi", name);
