@@ -28,8 +28,10 @@
 #define HLOJIT_EMIT_TESTUTIL_H
 #include "testutil.h"
 #include "backends/cpu/cpu_jit.h"
+#include "backends/cpu/threadpool.h"
 #include "hlojit_impl/emitters/emit.h"
 #include <math.h>
+#include <time.h>
 
 typedef struct etu_env {
   hj_ctx_t *ctx;
@@ -348,5 +350,109 @@ static inline hj_status etu_run_text(etu_env *env, const char *text, const char 
     if (r_.bad) fail_msg("%lld mismatches (max ulp %lld): %s\n%s", (long long)r_.bad,     \
                          (long long)r_.max_ulp, r_.first_bad, (text));                    \
   } while (0)
+
+
+/* ---- pieces for tests that drive the emitters themselves --------------------------------
+   (test_emit_heroes.c, test_emit_rownorm.c): an interpreter context with the JIT's host
+   target, their own fusions, compiles and runs. */
+
+/* env->ctx from tu_ctx() (the interpreter backend), env->jit, and env->target from the
+   JIT's host CPU features (printed). 0, or -1 when the JIT cannot be created (a cmocka
+   group setup). Free with etu_env_free. */
+static inline int etu_env_init_host(etu_env *env) {
+  memset(env, 0, sizeof *env);
+  env->ctx = tu_ctx();
+  if (cpu_jit_create(env->ctx, &env->jit) != HJ_OK) return -1;
+  const char *feat = cpu_jit_cpu_features(env->jit);
+  env->target.vector_bytes = strstr(feat, "+avx512f") ? 64 : strstr(feat, "+avx2") ? 32 : 16;
+  env->target.has_fma = strstr(feat, "+fma") != NULL;
+  env->target.has_f16c = strstr(feat, "+f16c") != NULL;
+  print_message("host %s, vector_bytes %d\n", cpu_jit_cpu_name(env->jit), env->target.vector_bytes);
+  return 0;
+}
+
+/* A kInput fusion instruction "|prefix|.fusion" calling |c|, fed by one parameter per
+   parameter of |c|, in a scratch computation "|prefix|.wrap" of |m|. */
+static inline hlo_instr *etu_wrap_comp(hlo_module *m, hlo_comp *c, const char *prefix) {
+  char nm[64];
+  snprintf(nm, sizeof nm, "%s.wrap", prefix);
+  hlo_comp *w = hlo_comp_new(m, nm);
+  hlo_instr *ps[64];
+  int n = (int)arrlen(c->params);
+  assert_true(n <= 64);
+  for (int i = 0; i < n; i++) {
+    ps[i] = hlo_instr_new(w, HLO_OP_PARAMETER, NULL, &c->params[i]->shape, NULL, 0);
+    ps[i]->index = i;
+    arrput(w->params, ps[i]);
+  }
+  snprintf(nm, sizeof nm, "%s.fusion", prefix);
+  hlo_instr *f = hlo_instr_new(w, HLO_OP_FUSION, nm, &c->root->shape, ps, n);
+  hlo_instr_set_calls(f, &c, 1);
+  f->fusion_kind = HLO_FUSION_INPUT;
+  w->root = f;
+  f->parent = w;
+  return f;
+}
+
+/* A fresh JIT module named after |prefix| (*name, |nname| bytes) and an emit_module on it
+   for env->target: emit into *em, emit_module_dispose it, then etu_jit_finish (or
+   cpu_jit_module_dispose *m). */
+static inline void etu_jit_begin(etu_env *env, const char *prefix, char *name, size_t nname,
+                                 cpu_jit_module *m, emit_module *em) {
+  cpu_jit_unique_name(env->jit, prefix, name, nname);
+  CHECK_OK(env->ctx, cpu_jit_module_create(env->jit, name, m));
+  emit_module_init(em, env->ctx, m->llctx, m->mod, &env->target);
+}
+
+/* Optimises *m (|ir|: receives the optimised IR, free with LLVMDisposeMessage), adds it to
+   the JIT and returns kernel |kernel|; fails the test on an error. */
+static inline etu_kernel_fn etu_jit_finish(etu_env *env, cpu_jit_module *m, const char *kernel,
+                                           char **ir) {
+  CHECK_OK(env->ctx, cpu_jit_optimize(env->jit, m->mod));
+  if (ir) *ir = LLVMPrintModuleToString(m->mod);
+  CHECK_OK(env->ctx, cpu_jit_add_module(env->jit, m, NULL));
+  void *addr = NULL;
+  CHECK_OK(env->ctx, cpu_jit_lookup(env->jit, kernel, &addr));
+  return (etu_kernel_fn)addr;
+}
+
+/* Uniform in [0, 1): an LCG step of *state. */
+static inline double etu_rand01(uint64_t *state) {
+  *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(*state >> 11) * 0x1.0p-53;
+}
+
+/* Leaves of a (tuple) literal, depth first, appended at out[*n]. */
+static inline void etu_leaves(hlo_literal *l, hlo_literal **out, int *n) {
+  if (l->shape.type != HLO_TUPLE) { out[(*n)++] = l; return; }
+  for (int i = 0; i < l->nelems; i++) etu_leaves(l->elems[i], out, n);
+}
+
+/* fn(bufs, ...) over [0, |n|) in |chunks| chunks (tp_chunk_range), the last chunk first. */
+static inline void etu_run_chunks(etu_kernel_fn fn, int64_t n, void **bufs, int chunks) {
+  for (int c = chunks - 1; c >= 0; c--) {
+    int64_t b, e;
+    tp_chunk_range(n, chunks, c, &b, &e);
+    if (e > b) fn(bufs, b, e);
+  }
+}
+
+static inline double etu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Best of |reps| single-threaded runs of fn(bufs, 0, |n|), seconds. */
+static inline double etu_best_time(etu_kernel_fn fn, int64_t n, void **bufs, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = etu_now();
+    fn(bufs, 0, n);
+    double t = etu_now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
 
 #endif

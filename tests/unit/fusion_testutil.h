@@ -1,6 +1,7 @@
-/* fusion_testutil.h — helpers shared by test_fusion.c and test_fusion_fuzz.c: random
-   inputs, the optimising pipeline (simplification, fusion, scheduling) and a bitwise
-   comparison of the evaluator on two modules. Include after testutil.h. */
+/* fusion_testutil.h — helpers shared by test_fusion.c and test_fusion_fuzz.c (and the
+   corpus walk by test_passes.c): random inputs, the optimising pipeline (simplification,
+   fusion, scheduling) and a bitwise comparison of the evaluator on two modules. Include
+   after testutil.h. */
 #ifndef HLOJIT_FUSION_TESTUTIL_H
 #define HLOJIT_FUSION_TESTUTIL_H
 #include <math.h>
@@ -8,7 +9,7 @@
 static hj_ctx_t *ftu_ctx;
 static uint64_t ftu_rng = 0x243f6a8885a308d3ull;
 
-static uint64_t ftu_next(void) {
+static inline uint64_t ftu_next(void) {
   ftu_rng ^= ftu_rng << 13;
   ftu_rng ^= ftu_rng >> 7;
   ftu_rng ^= ftu_rng << 17;
@@ -16,7 +17,7 @@ static uint64_t ftu_next(void) {
 }
 
 /* Random values in [-2, 2) (floats, one in 8 an IEEE special), small ints, random preds. */
-static void ftu_fill(hlo_literal *l) {
+static inline void ftu_fill(hlo_literal *l) {
   for (int i = 0; i < l->nelems; i++) ftu_fill(l->elems[i]);
   if (!hlo_shape_is_array(&l->shape)) return;
   hlo_type t = l->shape.type;
@@ -36,7 +37,7 @@ static void ftu_fill(hlo_literal *l) {
   }
 }
 
-static hlo_literal **ftu_args(const hlo_module *m, uint64_t seed) {
+static inline hlo_literal **ftu_args(const hlo_module *m, uint64_t seed) {
   ftu_rng = seed * 0x9e3779b97f4a7c15ull + 1;
   int n = (int)arrlen(m->entry->params);
   hlo_literal **args = calloc((size_t)n + 1, sizeof *args);
@@ -48,7 +49,7 @@ static hlo_literal **ftu_args(const hlo_module *m, uint64_t seed) {
   return args;
 }
 
-static void ftu_free_args(hlo_literal **args, int n) {
+static inline void ftu_free_args(hlo_literal **args, int n) {
   for (int i = 0; i < n; i++) hlo_literal_free(args[i]);
   free(args);
 }
@@ -117,6 +118,20 @@ static inline hlo_module *ftu_parse_file(const char *path) {
   hj_status st = hlo_parse_module(ftu_ctx, text, len, path, &m);
   free(text);
   return st == HJ_OK ? m : NULL;
+}
+
+/* Runs |fn| on every module of the shared corpus ($HLOJIT_CORPUS, else
+   /work/shared/hlo-corpus, tu_each_hlo); skips the test, saying so, when it is absent.
+   Returns how many modules. */
+static inline int ftu_each_corpus_hlo(void (*fn)(const char *path, void *user), void *user) {
+  const char *dir = getenv("HLOJIT_CORPUS");
+  if (!dir) dir = "/work/shared/hlo-corpus";
+  int n = tu_each_hlo(dir, fn, user);
+  if (n < 0) {
+    printf("  skipped: no corpus at %s\n", dir);
+    skip();
+  }
+  return n;
 }
 
 static inline int64_t ftu_max_numel(const hlo_module *m) {

@@ -25,45 +25,16 @@
 #include "testutil.h"
 
 #if !__has_include(<llvm-c/Core.h>)
-static void test_not_built(void **state) {
-  print_message("skipped: LLVM-C headers not on the include path\n");
-  skip();
-}
-int main(void) {
-  const struct CMUnitTest tests[] = { cmocka_unit_test(test_not_built) };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+int main(void) { return tu_main_without_llvm(); }
 #else
-#include "backends/cpu/cpu_jit.h"
-#include "backends/cpu/threadpool.h"
-#include "hlojit_impl/emitters/emit.h"
-#include <math.h>
-#include <time.h>
+#include "emit_testutil.h"
 
-typedef void (*eh_kernel_fn)(void **bufs, int64_t begin, int64_t end);
+static etu_env eh;   /* interpreter context, JIT, host target (etu_env_init_host) */
 
-typedef struct eh_env {
-  hj_ctx_t *ctx;
-  cpu_jit *jit;
-  emit_target tgt;
-} eh_env;
-
-static eh_env eh;
-
-static int eh_setup(void **state) {
-  eh.ctx = tu_ctx();
-  if (cpu_jit_create(eh.ctx, &eh.jit) != HJ_OK) return -1;
-  const char *feat = cpu_jit_cpu_features(eh.jit);
-  eh.tgt.vector_bytes = strstr(feat, "+avx512f") ? 64 : strstr(feat, "+avx2") ? 32 : 16;
-  eh.tgt.has_fma = strstr(feat, "+fma") != NULL;
-  eh.tgt.has_f16c = strstr(feat, "+f16c") != NULL;
-  print_message("host %s, vector_bytes %d\n", cpu_jit_cpu_name(eh.jit), eh.tgt.vector_bytes);
-  return 0;
-}
+static int eh_setup(void **state) { return etu_env_init_host(&eh); }
 
 static int eh_teardown(void **state) {
-  cpu_jit_destroy(eh.jit);
-  hj_ctx_destroy(eh.ctx);
+  etu_env_free(&eh);
   return 0;
 }
 
@@ -82,24 +53,7 @@ static void eh_parse(eh_case *c, const char *text) {
   memset(c, 0, sizeof *c);
   CHECK_OK(eh.ctx, hlo_parse_module(eh.ctx, text, strlen(text), "test", &c->m));
   hlo_comp *e = c->m->entry;
-  if (e->root->op == HLO_OP_FUSION) {
-    c->fusion = e->root;
-  } else {
-    hlo_comp *w = hlo_comp_new(c->m, "eh.wrap");
-    hlo_instr *ps[64];
-    int n = (int)arrlen(e->params);
-    assert_true(n <= 64);
-    for (int i = 0; i < n; i++) {
-      ps[i] = hlo_instr_new(w, HLO_OP_PARAMETER, NULL, &e->params[i]->shape, NULL, 0);
-      ps[i]->index = i;
-      arrput(w->params, ps[i]);
-    }
-    c->fusion = hlo_instr_new(w, HLO_OP_FUSION, "eh.fusion", &e->root->shape, ps, n);
-    hlo_instr_set_calls(c->fusion, &e, 1);
-    c->fusion->fusion_kind = HLO_FUSION_INPUT;
-    w->root = c->fusion;
-    c->fusion->parent = w;
-  }
+  c->fusion = e->root->op == HLO_OP_FUSION ? e->root : etu_wrap_comp(c->m, e, "eh");
   c->comp = c->fusion->calls[0];
   c->nparams = c->fusion->noperands;
 }
@@ -126,13 +80,12 @@ static const hlo_instr *eh_find(const hlo_comp *c, hlo_opcode op) {
 
 /* Emits |c|'s fusion with the emitter of |kind|; returns the kernel (NULL and *st set on an
    emitter error; test failure on an LLVM error). |ir|: optimised IR (free with LLVMDisposeMessage). */
-static eh_kernel_fn eh_compile(eh_case *c, emit_kind kind, emit_kernel *k, hj_status *st, char **ir) {
+static etu_kernel_fn eh_compile(eh_case *c, emit_kind kind, emit_kernel *k, hj_status *st,
+                                char **ir) {
   char name[64];
-  cpu_jit_unique_name(eh.jit, "eh", name, sizeof name);
   cpu_jit_module m;
-  CHECK_OK(eh.ctx, cpu_jit_module_create(eh.jit, name, &m));
   emit_module em;
-  emit_module_init(&em, eh.ctx, m.llctx, m.mod, &eh.tgt);
+  etu_jit_begin(&eh, "eh", name, sizeof name, &m, &em);
   hj_status s;
   switch (kind) {
   case EMIT_KIND_REDUCTION:
@@ -154,21 +107,12 @@ static eh_kernel_fn eh_compile(eh_case *c, emit_kind kind, emit_kernel *k, hj_st
     cpu_jit_module_dispose(&m);
     return NULL;
   }
-  CHECK_OK(eh.ctx, cpu_jit_optimize(eh.jit, m.mod));
-  if (ir) *ir = LLVMPrintModuleToString(m.mod);
-  CHECK_OK(eh.ctx, cpu_jit_add_module(eh.jit, &m, NULL));
-  void *addr = NULL;
-  CHECK_OK(eh.ctx, cpu_jit_lookup(eh.jit, k->name, &addr));
-  return (eh_kernel_fn)addr;
+  return etu_jit_finish(&eh, &m, k->name, ir);
 }
 
 /* ---- inputs, running, comparing ------------------------------------------------------------ */
 
-static uint64_t eh_rng = 1;
-static double eh_rand(void) {   /* [0, 1) */
-  eh_rng = eh_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(eh_rng >> 11) * 0x1.0p-53;
-}
+static uint64_t eh_rng = 1;   /* etu_rand01 */
 
 typedef struct eh_inputs {
   hlo_literal *lit[64];
@@ -179,9 +123,10 @@ static void eh_fill(hlo_literal *l, double lo, double hi) {
   int64_t n = hlo_shape_numel(&l->shape);
   hlo_type t = l->shape.type;
   for (int64_t i = 0; i < n; i++) {
-    if (t == HLO_PRED) hlo_store_s64(t, l->data, i, eh_rand() < 0.5);
-    else if (hlo_type_is_float(t)) hlo_store_f64(t, l->data, i, lo + (hi - lo) * eh_rand());
-    else hlo_store_s64(t, l->data, i, (int64_t)(eh_rand() * 16) - 8);
+    if (t == HLO_PRED) hlo_store_s64(t, l->data, i, etu_rand01(&eh_rng) < 0.5);
+    else if (hlo_type_is_float(t))
+      hlo_store_f64(t, l->data, i, lo + (hi - lo) * etu_rand01(&eh_rng));
+    else hlo_store_s64(t, l->data, i, (int64_t)(etu_rand01(&eh_rng) * 16) - 8);
   }
 }
 
@@ -197,15 +142,6 @@ static void eh_make_inputs(eh_case *c, eh_inputs *in, uint64_t seed, double lo, 
 
 static void eh_free_inputs(eh_inputs *in) {
   for (int i = 0; i < in->n; i++) hlo_literal_free(in->lit[i]);
-}
-
-/* Leaves of a (tuple) literal, depth first. */
-static void eh_leaves(hlo_literal *l, hlo_literal **out, int *n) {
-  if (l->shape.type == HLO_TUPLE) {
-    for (int i = 0; i < l->nelems; i++) eh_leaves(l->elems[i], out, n);
-  } else {
-    out[(*n)++] = l;
-  }
 }
 
 typedef struct eh_outs {
@@ -233,7 +169,8 @@ static void eh_free_outs(eh_outs *o) {
 
 /* Runs |fn| over [0, k->parallel_n) in |chunks| chunks, last chunk first. |inplace|: output
    0 starts as a copy of input 0 and is passed as both. */
-static void eh_run(eh_kernel_fn fn, const emit_kernel *k, eh_inputs *in, eh_outs *o, int chunks, bool inplace) {
+static void eh_run(etu_kernel_fn fn, const emit_kernel *k, eh_inputs *in, eh_outs *o, int chunks,
+                   bool inplace) {
   void *bufs[128];
   for (int i = 0; i < in->n; i++) bufs[i] = in->lit[i]->data;
   for (int i = 0; i < o->n; i++) bufs[in->n + i] = o->buf[i];
@@ -241,11 +178,7 @@ static void eh_run(eh_kernel_fn fn, const emit_kernel *k, eh_inputs *in, eh_outs
     memcpy(o->buf[0], in->lit[0]->data, (size_t)in->lit[0]->nbytes);
     bufs[0] = o->buf[0];
   }
-  for (int c = chunks - 1; c >= 0; c--) {
-    int64_t b, e;
-    tp_chunk_range(k->parallel_n, chunks, c, &b, &e);
-    if (e > b) fn(bufs, b, e);
-  }
+  etu_run_chunks(fn, k->parallel_n, bufs, chunks);
 }
 
 typedef struct eh_tol {
@@ -267,7 +200,7 @@ static bool eh_close(hlo_type t, const void *got, const void *want, int64_t i, d
 static double eh_compare(const char *what, eh_outs *o, hlo_literal *want, const eh_tol *tol) {
   hlo_literal *wl[64];
   int nw = 0;
-  eh_leaves(want, wl, &nw);
+  etu_leaves(want, wl, &nw);
   assert_int_equal(nw, o->n);
   double maxerr = 0;
   for (int k = 0; k < o->n; k++) {
@@ -303,7 +236,7 @@ static bool eh_check_ex(const char *what, const char *text, emit_kind kind, doub
   eh_parse(&c, text);
   emit_kernel k;
   hj_status st;
-  eh_kernel_fn fn = eh_compile(&c, kind, &k, &st, NULL);
+  etu_kernel_fn fn = eh_compile(&c, kind, &k, &st, NULL);
   if (!fn) {
     if (allow_unsup && st == HJ_ERR_UNSUPPORTED) {
       print_message("%s: unsupported (%s)\n", what, hj_ctx_error(eh.ctx));
@@ -562,7 +495,7 @@ static void test_reduce_unsupported(void **state) {
 
 /* Determinism: f32[1000,4099] row sum, 20 runs each with 1, 2 and 7 chunks and with the
    thread pool (4 threads): identical bits every time. */
-typedef struct eh_pool_arg { eh_kernel_fn fn; void **bufs; } eh_pool_arg;
+typedef struct eh_pool_arg { etu_kernel_fn fn; void **bufs; } eh_pool_arg;
 static void eh_pool_task(void *user, int64_t b, int64_t e) {
   eh_pool_arg *a = user;
   a->fn(a->bufs, b, e);
@@ -574,7 +507,7 @@ static void test_reduce_determinism(void **state) {
   eh_parse(&c, t);
   arrfree(t);
   emit_kernel k;
-  eh_kernel_fn fn = eh_compile(&c, EMIT_KIND_REDUCTION, &k, NULL, NULL);
+  etu_kernel_fn fn = eh_compile(&c, EMIT_KIND_REDUCTION, &k, NULL, NULL);
   eh_inputs in;
   eh_make_inputs(&c, &in, 7, -1, 1);
   eh_outs ref, o;
@@ -731,24 +664,6 @@ static void test_dus_corpus(void **state) {
 
 /* ---- throughput ------------------------------------------------------------------------------------ */
 
-static double eh_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Best of |reps| single-threaded runs, seconds. */
-static double eh_time_kernel(eh_kernel_fn fn, const emit_kernel *k, void **bufs, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = eh_now();
-    fn(bufs, 0, k->parallel_n);
-    double t = eh_now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
 static void eh_naive_transpose(const float *restrict in, float *restrict out, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) out[i * n + j] = in[j * n + i];
@@ -773,9 +688,9 @@ static void test_bench(void **state) {
     eh_parse(&c, texts[v]);
     emit_kernel k;
     char *ir = NULL;
-    eh_kernel_fn fn = eh_compile(&c, EMIT_KIND_REDUCTION, &k, NULL, &ir);
+    etu_kernel_fn fn = eh_compile(&c, EMIT_KIND_REDUCTION, &k, NULL, &ir);
     void *bufs[2] = { x, s };
-    double t = eh_time_kernel(fn, &k, bufs, 5);
+    double t = etu_best_time(fn, k.parallel_n, bufs, 5);
     bool vec = strstr(ir, "<16 x float>") || strstr(ir, "<8 x float>") || strstr(ir, "<4 x float>");
     print_message("bench: 4096x4096 f32 %s sum: %.2f ms, %.1f GB/s (1 thread)%s\n", v ? "column" : "row",
                   t * 1e3, bytes / t * 1e-9, vec ? ", vectorised" : ", NOT vectorised");
@@ -786,13 +701,13 @@ static void test_bench(void **state) {
   eh_parse(&c, "fused {\n  p = f32[4096,4096] parameter(0)\n"
                "  ROOT t = f32[4096,4096] transpose(p), dimensions={1,0}\n}\n");
   emit_kernel k;
-  eh_kernel_fn fn = eh_compile(&c, EMIT_KIND_TRANSPOSE, &k, NULL, NULL);
+  etu_kernel_fn fn = eh_compile(&c, EMIT_KIND_TRANSPOSE, &k, NULL, NULL);
   void *bufs[2] = { x, y };
-  double tj = eh_time_kernel(fn, &k, bufs, 5), tn = 1e30;
+  double tj = etu_best_time(fn, k.parallel_n, bufs, 5), tn = 1e30;
   for (int r = 0; r < 3; r++) {
-    double t0 = eh_now();
+    double t0 = etu_now();
     eh_naive_transpose(x, y, N);
-    double t = eh_now() - t0;
+    double t = etu_now() - t0;
     if (t < tn) tn = t;
   }
   assert_true(y[1 * N + 2] == x[2 * N + 1]);

@@ -34,62 +34,23 @@
 #include "testutil.h"
 
 #if !__has_include(<llvm-c/Core.h>)
-static void test_not_built(void **state) {
-  print_message("skipped: LLVM-C headers not on the include path\n");
-  skip();
-}
-int main(void) {
-  const struct CMUnitTest tests[] = { cmocka_unit_test(test_not_built) };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+int main(void) { return tu_main_without_llvm(); }
 #else
-#include "backends/cpu/cpu_jit.h"
-#include "backends/cpu/threadpool.h"
-#include "hlojit_impl/emitters/emit.h"
-#include <math.h>
-#include <time.h>
+#include "emit_testutil.h"
 
-typedef void (*rn_kernel_fn)(void **bufs, int64_t begin, int64_t end);
+static etu_env rn;   /* interpreter context, JIT, host target (etu_env_init_host) */
 
-static struct { hj_ctx_t *ctx; cpu_jit *jit; emit_target tgt; } rn;
-
-static int rn_setup(void **state) {
-  rn.ctx = tu_ctx();
-  if (cpu_jit_create(rn.ctx, &rn.jit) != HJ_OK) return -1;
-  const char *feat = cpu_jit_cpu_features(rn.jit);
-  rn.tgt.vector_bytes = strstr(feat, "+avx512f") ? 64 : strstr(feat, "+avx2") ? 32 : 16;
-  rn.tgt.has_fma = strstr(feat, "+fma") != NULL;
-  rn.tgt.has_f16c = strstr(feat, "+f16c") != NULL;
-  print_message("host %s, vector_bytes %d\n", cpu_jit_cpu_name(rn.jit), rn.tgt.vector_bytes);
-  return 0;
-}
+static int rn_setup(void **state) { return etu_env_init_host(&rn); }
 
 static int rn_teardown(void **state) {
-  cpu_jit_destroy(rn.jit);
-  hj_ctx_destroy(rn.ctx);
+  etu_env_free(&rn);
   return 0;
 }
 
 /* ---- fusions ------------------------------------------------------------------------------- */
 
 /* A fusion instruction calling |c| (a scratch computation of |m| holds it). */
-static hlo_instr *rn_wrap(hlo_module *m, hlo_comp *c) {
-  hlo_comp *w = hlo_comp_new(m, "rn.wrap");
-  hlo_instr *ps[64];
-  int n = (int)arrlen(c->params);
-  assert_true(n <= 64);
-  for (int i = 0; i < n; i++) {
-    ps[i] = hlo_instr_new(w, HLO_OP_PARAMETER, NULL, &c->params[i]->shape, NULL, 0);
-    ps[i]->index = i;
-    arrput(w->params, ps[i]);
-  }
-  hlo_instr *f = hlo_instr_new(w, HLO_OP_FUSION, "rn.fusion", &c->root->shape, ps, n);
-  hlo_instr_set_calls(f, &c, 1);
-  f->fusion_kind = HLO_FUSION_INPUT;
-  w->root = f;
-  f->parent = w;
-  return f;
-}
+static hlo_instr *rn_wrap(hlo_module *m, hlo_comp *c) { return etu_wrap_comp(m, c, "rn"); }
 
 static hlo_module *rn_parse(const char *text) {
   hlo_module *m = NULL;
@@ -112,29 +73,19 @@ static char *rn_fixture(const char *name) {
 /* ---- compile, run, compare ------------------------------------------------------------------ */
 
 /* emit_fusion (or the loop emitter alone: |force_loop|) into a fresh JIT module. */
-static rn_kernel_fn rn_compile(const hlo_instr *fusion, bool force_loop, emit_kernel *k) {
+static etu_kernel_fn rn_compile(const hlo_instr *fusion, bool force_loop, emit_kernel *k) {
   char name[64];
-  cpu_jit_unique_name(rn.jit, "rn", name, sizeof name);
   cpu_jit_module m;
-  CHECK_OK(rn.ctx, cpu_jit_module_create(rn.jit, name, &m));
   emit_module em;
-  emit_module_init(&em, rn.ctx, m.llctx, m.mod, &rn.tgt);
+  etu_jit_begin(&rn, "rn", name, sizeof name, &m, &em);
   memset(k, 0, sizeof *k);
   hj_status st = force_loop ? emit_loop_fusion(&em, fusion, name, k) : emit_fusion(&em, fusion, name, false, k);
   emit_module_dispose(&em);
   if (st) fail_msg("emit %s: %s: %s", fusion->name, hj_status_name(st), hj_ctx_error(rn.ctx));
-  CHECK_OK(rn.ctx, cpu_jit_optimize(rn.jit, m.mod));
-  CHECK_OK(rn.ctx, cpu_jit_add_module(rn.jit, &m, NULL));
-  void *addr = NULL;
-  CHECK_OK(rn.ctx, cpu_jit_lookup(rn.jit, k->name, &addr));
-  return (rn_kernel_fn)addr;
+  return etu_jit_finish(&rn, &m, k->name, NULL);
 }
 
-static uint64_t rn_rng;
-static double rn_rand(void) {   /* [0, 1) */
-  rn_rng = rn_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (double)(rn_rng >> 11) * 0x1.0p-53;
-}
+static uint64_t rn_rng;   /* etu_rand01 */
 
 typedef struct rn_io {
   hlo_literal *in[64], *want, *wl[64];
@@ -142,11 +93,6 @@ typedef struct rn_io {
   void *out[64];
   int64_t bytes[64];
 } rn_io;
-
-static void rn_leaves(hlo_literal *l, hlo_literal **out, int *n) {
-  if (l->shape.type != HLO_TUPLE) { out[(*n)++] = l; return; }
-  for (int i = 0; i < l->nelems; i++) rn_leaves(l->elems[i], out, n);
-}
 
 /* Inputs uniform in [lo, hi) (ints in [-8, 8)), the evaluator's outputs, output buffers. */
 static void rn_io_make(rn_io *io, const hlo_instr *fusion, double lo, double hi) {
@@ -158,12 +104,13 @@ static void rn_io_make(rn_io *io, const hlo_instr *fusion, double lo, double hi)
     assert_non_null(l);
     int64_t n = hlo_shape_numel(&l->shape);
     for (int64_t j = 0; j < n; j++) {
-      if (hlo_type_is_float(l->shape.type)) hlo_store_f64(l->shape.type, l->data, j, lo + (hi - lo) * rn_rand());
-      else hlo_store_s64(l->shape.type, l->data, j, (int64_t)(rn_rand() * 16) - 8);
+      if (hlo_type_is_float(l->shape.type))
+        hlo_store_f64(l->shape.type, l->data, j, lo + (hi - lo) * etu_rand01(&rn_rng));
+      else hlo_store_s64(l->shape.type, l->data, j, (int64_t)(etu_rand01(&rn_rng) * 16) - 8);
     }
   }
   CHECK_OK(rn.ctx, hlo_eval_computation(rn.ctx, fusion->calls[0], io->in, io->nin, &io->want));
-  rn_leaves(io->want, io->wl, &io->nout);
+  etu_leaves(io->want, io->wl, &io->nout);
   for (int i = 0; i < io->nout; i++) {
     io->bytes[i] = io->wl[i]->nbytes;
     io->out[i] = aligned_alloc(64, ((size_t)io->bytes[i] + 127) / 64 * 64);
@@ -177,18 +124,14 @@ static void rn_io_free(rn_io *io) {
 }
 
 /* Runs in |chunks| chunks, last first, into 0xCD-poisoned outputs. */
-static void rn_run(rn_kernel_fn fn, const emit_kernel *k, rn_io *io, int chunks) {
+static void rn_run(etu_kernel_fn fn, const emit_kernel *k, rn_io *io, int chunks) {
   void *bufs[128];
   for (int i = 0; i < io->nin; i++) bufs[i] = io->in[i]->data;
   for (int i = 0; i < io->nout; i++) {
     memset(io->out[i], 0xCD, (size_t)io->bytes[i]);
     bufs[io->nin + i] = io->out[i];
   }
-  for (int c = chunks - 1; c >= 0; c--) {
-    int64_t b, e;
-    tp_chunk_range(k->parallel_n, chunks, c, &b, &e);
-    if (e > b) fn(bufs, b, e);
-  }
+  etu_run_chunks(fn, k->parallel_n, bufs, chunks);
 }
 
 /* Max |got - want| over all float outputs; fails beyond rtol * |want| + atol (both 0:
@@ -226,7 +169,7 @@ static double rn_compare(const char *what, rn_io *io, double rtol, double atol) 
 static void rn_check(const char *what, const hlo_instr *fusion, emit_kind kind, double lo, double hi,
                      double rtol, double atol) {
   emit_kernel k;
-  rn_kernel_fn fn = rn_compile(fusion, false, &k);
+  etu_kernel_fn fn = rn_compile(fusion, false, &k);
   if (k.kind != kind)
     fail_msg("%s: emitted as %s, expected %s (%s)", what, emit_kind_name(k.kind), emit_kind_name(kind),
              hj_ctx_error(rn.ctx));
@@ -424,11 +367,9 @@ static void test_rownorm_refused(void **state) {
     hlo_module *m = rn_parse(texts[i]);
     hlo_instr *f = rn_wrap(m, m->entry);
     char nm[64];
-    cpu_jit_unique_name(rn.jit, "rn_refused", nm, sizeof nm);
     cpu_jit_module jm;
-    CHECK_OK(rn.ctx, cpu_jit_module_create(rn.jit, nm, &jm));
     emit_module em;
-    emit_module_init(&em, rn.ctx, jm.llctx, jm.mod, &rn.tgt);
+    etu_jit_begin(&rn, "rn_refused", nm, sizeof nm, &jm, &em);
     emit_kernel k;
     hj_status st = emit_reduction_fusion(&em, f, NULL, nm, &k);
     emit_module_dispose(&em);
@@ -489,28 +430,16 @@ static void test_fixtures(void **state) {
 
 /* ---- speed ------------------------------------------------------------------------------------- */
 
-static double rn_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Best of |reps| single-threaded runs, ms. */
 static double rn_time(const hlo_instr *f, bool force_loop, int reps) {
   emit_kernel k;
-  rn_kernel_fn fn = rn_compile(f, force_loop, &k);
+  etu_kernel_fn fn = rn_compile(f, force_loop, &k);
   rn_io io;
   rn_io_make(&io, f, -1, 1);
   void *bufs[128];
   for (int i = 0; i < io.nin; i++) bufs[i] = io.in[i]->data;
   for (int i = 0; i < io.nout; i++) bufs[io.nin + i] = io.out[i];
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = rn_now();
-    fn(bufs, 0, k.parallel_n);
-    double t = rn_now() - t0;
-    if (t < best) best = t;
-  }
+  double best = etu_best_time(fn, k.parallel_n, bufs, reps);
   rn_io_free(&io);
   return best * 1e3;
 }

@@ -17,7 +17,6 @@
      scheduler lowers peak bytes. */
 #include "testutil.h"
 #include "fusion_testutil.h"
-#include <dirent.h>
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -153,7 +152,8 @@ static void test_peak_bytes_gpt2(void **state) {
 
 typedef struct tf_stats { int checked, skipped, kbefore, kafter; } tf_stats;
 
-static void tf_file(const char *path, tf_stats *s) {
+static void tf_file(const char *path, void *user) {
+  tf_stats *s = user;
   hlo_module *orig = ftu_parse_file(path);
   if (!orig || ftu_max_numel(orig) > (1 << 22) || strstr(path, "gpt2_small")) {
     printf("  skipped %s: %s\n", path, orig ? "too large to evaluate twice" : hj_ctx_error(ftu_ctx));
@@ -185,33 +185,13 @@ static void tf_file(const char *path, tf_stats *s) {
   hlo_module_free(orig);
 }
 
-static int tf_dir(const char *dir, tf_stats *s) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  char **names = NULL;
-  for (struct dirent *e; (e = readdir(d));) {
-    size_t n = strlen(e->d_name);
-    if (n > 4 && strcmp(e->d_name + n - 4, ".hlo") == 0) arrput(names, strdup(e->d_name));
-  }
-  closedir(d);
-  for (ptrdiff_t i = 0; i < arrlen(names); i++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    tf_file(path, s);
-    free(names[i]);
-  }
-  int n = (int)arrlen(names);
-  arrfree(names);
-  return n;
-}
-
 static void test_bitwise_fixtures(void **state) {
   const char *sub[] = { "jax", "hlo", "hlo_pass" };
   for (int i = 0; i < 3; i++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/fixtures/%s", tu_data_dir(), sub[i]);
     tf_stats s = { 0 };
-    int n = tf_dir(dir, &s);
+    int n = tu_each_hlo(dir, tf_file, &s);
     assert_true(n > 0);
     printf("  fixtures/%s: %d modules, %d bitwise equal after the pipeline (and after the "
            "fusion passes alone, and after dot-canon + pipeline), %d skipped; kernels %d -> %d\n",
@@ -221,14 +201,8 @@ static void test_bitwise_fixtures(void **state) {
 }
 
 static void test_bitwise_corpus(void **state) {
-  const char *dir = getenv("HLOJIT_CORPUS");
-  if (!dir) dir = "/work/shared/hlo-corpus";
   tf_stats s = { 0 };
-  int n = tf_dir(dir, &s);
-  if (n < 0) {
-    printf("  skipped: no corpus at %s\n", dir);
-    skip();
-  }
+  int n = ftu_each_corpus_hlo(tf_file, &s);
   printf("  corpus: %d modules, %d bitwise equal, %d skipped; kernels %d -> %d\n", n, s.checked,
          s.skipped, s.kbefore, s.kafter);
 }
@@ -251,20 +225,23 @@ static hlo_module *tf_rule(const char *text, int want_kernels) {
   return m;
 }
 
+/* tf_rule, then |want| instructions with opcode |op| in the result. */
+static void tf_rule_count(const char *text, int want_kernels, hlo_opcode op, int want) {
+  hlo_module *m = tf_rule(text, want_kernels);
+  assert_int_equal(tf_count_op(m, op), want);
+  hlo_module_free(m);
+}
+
 static void test_rule_duplication(void **state) {
   /* exp with two users: not duplicated (one exp in the module, its own kernel) */
-  hlo_module *m = tf_rule(TF_MOD(" x = f32[64,64] parameter(0)\n e = f32[64,64] exponential(x)\n"
-                                 " o = f32[] constant(1)\n ob = f32[64,64] broadcast(o), dimensions={}\n"
-                                 " a = f32[64,64] add(e, ob)\n b = f32[64,64] multiply(e, e)\n"
-                                 " ROOT t = (f32[64,64], f32[64,64]) tuple(a, b)\n"), -1);
-  assert_int_equal(tf_count_op(m, HLO_OP_EXP), 1);
-  hlo_module_free(m);
+  tf_rule_count(TF_MOD(" x = f32[64,64] parameter(0)\n e = f32[64,64] exponential(x)\n"
+                       " o = f32[] constant(1)\n ob = f32[64,64] broadcast(o), dimensions={}\n"
+                       " a = f32[64,64] add(e, ob)\n b = f32[64,64] multiply(e, e)\n"
+                       " ROOT t = (f32[64,64], f32[64,64]) tuple(a, b)\n"), -1, HLO_OP_EXP, 1);
   /* negate with two users: duplicated into both, which then merge as siblings */
-  m = tf_rule(TF_MOD(" x = f32[64,64] parameter(0)\n n = f32[64,64] negate(x)\n"
-                     " a = f32[64,64] add(n, x)\n b = f32[64,64] multiply(n, x)\n"
-                     " ROOT t = (f32[64,64], f32[64,64]) tuple(a, b)\n"), 1);
-  assert_int_equal(tf_count_op(m, HLO_OP_NEGATE), 2);
-  hlo_module_free(m);
+  tf_rule_count(TF_MOD(" x = f32[64,64] parameter(0)\n n = f32[64,64] negate(x)\n"
+                       " a = f32[64,64] add(n, x)\n b = f32[64,64] multiply(n, x)\n"
+                       " ROOT t = (f32[64,64], f32[64,64]) tuple(a, b)\n"), 1, HLO_OP_NEGATE, 2);
 }
 
 static void test_rule_dot_and_transpose(void **state) {
@@ -288,11 +265,11 @@ static void test_rule_dot_and_transpose(void **state) {
   }
   hlo_module_free(m);
   /* x @ w.T: the transpose folds into the dot (no transposed copy) */
-  m = tf_rule(TF_MOD(" x = f32[16,32] parameter(0)\n w = f32[8,32] parameter(1)\n"
-                     " t = f32[32,8] transpose(w), dimensions={1,0}\n"
-                     " ROOT d = f32[16,8] dot(x, t), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"), 1);
-  assert_int_equal(tf_count_op(m, HLO_OP_TRANSPOSE), 0);
-  hlo_module_free(m);
+  tf_rule_count(TF_MOD(" x = f32[16,32] parameter(0)\n w = f32[8,32] parameter(1)\n"
+                       " t = f32[32,8] transpose(w), dimensions={1,0}\n"
+                       " ROOT d = f32[16,8] dot(x, t), lhs_contracting_dims={1},"
+                       " rhs_contracting_dims={0}\n"),
+                1, HLO_OP_TRANSPOSE, 0);
 }
 
 static void test_rule_reductions(void **state) {

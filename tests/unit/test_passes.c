@@ -9,7 +9,7 @@
    (skipped, saying so, when /work/shared/hlo-corpus is absent), with CSE and DCE idempotent
    on the result. */
 #include "testutil.h"
-#include <dirent.h>
+#include "fusion_testutil.h"
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -402,13 +402,10 @@ static int tp_ninstrs(const hlo_module *m) {
 typedef struct tp_stats { int checked, skipped, before, after; } tp_stats;
 
 /* The pipeline (no fusion) on one file: bitwise equal values, CSE and DCE idempotent. */
-static void tp_pipeline_file(const char *path, tp_stats *s) {
-  size_t len = 0;
-  char *text = tu_read_file(path, &len);
-  assert_non_null(text);
+static void tp_pipeline_file(const char *path, void *user) {
+  tp_stats *s = user;
   hlo_module *orig = NULL;
-  hj_status st = hlo_parse_module(tp_ctx, text, len, path, &orig);
-  free(text);
+  hj_status st = tu_parse_path(tp_ctx, path, &orig, NULL);
   if (st != HJ_OK || tp_max_numel(orig) > (1 << 24)) {
     printf("  skipped %s: %s\n", path, st != HJ_OK ? hj_ctx_error(tp_ctx) : "too large to evaluate twice");
     if (st == HJ_OK) hlo_module_free(orig);
@@ -443,31 +440,11 @@ static void tp_pipeline_file(const char *path, tp_stats *s) {
   hlo_module_free(orig);
 }
 
-static int tp_dir(const char *dir, tp_stats *s) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  char **names = NULL;
-  for (struct dirent *e; (e = readdir(d));) {
-    size_t n = strlen(e->d_name);
-    if (n > 4 && strcmp(e->d_name + n - 4, ".hlo") == 0) arrput(names, strdup(e->d_name));
-  }
-  closedir(d);
-  for (ptrdiff_t i = 0; i < arrlen(names); i++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    tp_pipeline_file(path, s);
-    free(names[i]);
-  }
-  int n = (int)arrlen(names);
-  arrfree(names);
-  return n;
-}
-
 static void test_pipeline_jax_fixtures(void **state) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
   tp_stats s = { 0 };
-  int n = tp_dir(dir, &s);
+  int n = tu_each_hlo(dir, tp_pipeline_file, &s);
   assert_true(n > 0);
   printf("  pipeline on %d JAX fixtures: %d bitwise equal, %d skipped, instructions %d -> %d\n",
          n, s.checked, s.skipped, s.before, s.after);
@@ -475,14 +452,8 @@ static void test_pipeline_jax_fixtures(void **state) {
 }
 
 static void test_pipeline_corpus(void **state) {
-  const char *dir = getenv("HLOJIT_CORPUS");
-  if (!dir) dir = "/work/shared/hlo-corpus";
   tp_stats s = { 0 };
-  int n = tp_dir(dir, &s);
-  if (n < 0) {
-    printf("  skipped: no corpus at %s\n", dir);
-    skip();
-  }
+  int n = ftu_each_corpus_hlo(tp_pipeline_file, &s);
   printf("  pipeline on %d corpus modules: %d bitwise equal, %d skipped, instructions %d -> %d\n",
          n, s.checked, s.skipped, s.before, s.after);
 }

@@ -8,7 +8,6 @@
    corpus): parse -> print -> parse -> print gives the same text the second time, and the
    two parsed modules are structurally equal. */
 #include "testutil.h"
-#include <dirent.h>
 #include <math.h>
 
 typedef struct { hj_ctx_t *ctx; hlo_module *m; hlo_literal **lits; } tp_env;
@@ -41,22 +40,10 @@ static hlo_shape tp_sh(hlo_type t, int rank, ...) {
 }
 
 static hlo_instr *tp_param(hlo_comp *c, const char *name, int i, hlo_shape s) {
-  hlo_instr *p = hlo_instr_new(c, HLO_OP_PARAMETER, name, &s, NULL, 0);
-  p->index = i;
-  while (arrlen(c->params) <= i) arrput(c->params, NULL);
-  c->params[i] = p;
-  return p;
+  return tu_set_param(c, i, hlo_instr_new(c, HLO_OP_PARAMETER, name, &s, NULL, 0));
 }
 
-static hlo_ints tp_ints(hlo_module *m, int n, ...) {
-  int64_t v[16];
-  va_list ap;
-  va_start(ap, n);
-  for (int i = 0; i < n; i++) v[i] = va_arg(ap, int);
-  va_end(ap);
-  return hlo_ints_dup(m, v, n);
-}
-#define I(...) tp_ints(e->m, (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)), __VA_ARGS__)
+#define I(...) TU_INTS(e->m, __VA_ARGS__)
 
 /* A literal of |s| whose elements are |v| (stored through hlo_store_f64). */
 static hlo_literal *tp_lit(tp_env *e, hlo_shape s, int n, const double *v) {
@@ -360,53 +347,49 @@ static void tp_modules_equal(const hlo_module *a, const hlo_module *b, const cha
   }
 }
 
-static int tp_round_trip_dir(hj_ctx_t *ctx, const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int n = 0;
-  for (struct dirent *de; (de = readdir(d));) {
-    size_t l = strlen(de->d_name);
-    if (l < 5 || strcmp(de->d_name + l - 4, ".hlo") != 0) continue;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    size_t len = 0;
-    char *src = tu_read_file(path, &len), *t1 = NULL, *t2 = NULL;
-    assert_non_null(src);
-    hlo_module *m1 = NULL, *m2 = NULL;
-    hj_status st = hlo_parse_module(ctx, src, len, path, &m1);
-    if (st != HJ_OK && strstr(src, "c128")) {   /* the module that must be rejected */
-      free(src);
-      continue;
-    }
-    if (st) fail_msg("%s: %s", path, hj_ctx_error(ctx));
-    CHECK_OK(ctx, hlo_print_module(m1, &t1));
-    st = hlo_parse_module(ctx, t1, strlen(t1), path, &m2);
-    if (st) fail_msg("%s: printed text does not parse: %s\n%s", path, hj_ctx_error(ctx), t1);
-    CHECK_OK(ctx, hlo_print_module(m2, &t2));
-    if (strcmp(t1, t2)) fail_msg("%s: second print differs:\n%s\n----\n%s", path, t1, t2);
-    tp_modules_equal(m1, m2, path);
-    hlo_module_free(m1);
-    hlo_module_free(m2);
-    free(t1);
-    free(t2);
+typedef struct tp_trips { hj_ctx_t *ctx; int n; } tp_trips;
+
+/* parse -> print -> parse -> print of one file; counts it unless it is the module that
+   must be rejected. */
+static void tp_round_trip_file(const char *path, void *user) {
+  tp_trips *r = user;
+  hj_ctx_t *ctx = r->ctx;
+  char *src = NULL, *t1 = NULL, *t2 = NULL;
+  hlo_module *m1 = NULL, *m2 = NULL;
+  hj_status st = tu_parse_path(ctx, path, &m1, &src);
+  if (st != HJ_OK && strstr(src, "c128")) {   /* the module that must be rejected */
     free(src);
-    n++;
+    return;
   }
-  closedir(d);
-  return n;
+  if (st) fail_msg("%s: %s", path, hj_ctx_error(ctx));
+  CHECK_OK(ctx, hlo_print_module(m1, &t1));
+  st = hlo_parse_module(ctx, t1, strlen(t1), path, &m2);
+  if (st) fail_msg("%s: printed text does not parse: %s\n%s", path, hj_ctx_error(ctx), t1);
+  CHECK_OK(ctx, hlo_print_module(m2, &t2));
+  if (strcmp(t1, t2)) fail_msg("%s: second print differs:\n%s\n----\n%s", path, t1, t2);
+  tp_modules_equal(m1, m2, path);
+  hlo_module_free(m1);
+  hlo_module_free(m2);
+  free(t1);
+  free(t2);
+  free(src);
+  r->n++;
+}
+
+/* Modules of |dir| that made the round trip (0 when |dir| is absent). */
+static int tp_round_trip_dir(hj_ctx_t *ctx, const char *dir) {
+  tp_trips r = { ctx, 0 };
+  tu_each_hlo(dir, tp_round_trip_file, &r);
+  return r.n;
 }
 
 static void test_round_trip(void **state) {
   tp_env *e = *state;
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
-  int n = tp_round_trip_dir(e->ctx, dir);
+  tu_xla_dirs x = tu_xla_module_dirs();
+  int n = tp_round_trip_dir(e->ctx, x.dir[0]);
   assert_true(n >= 20);
-  const char *corpus = getenv("HLOJIT_CORPUS");
-  if (!corpus) corpus = "../shared/hlo-corpus";
-  int nc = tp_round_trip_dir(e->ctx, corpus);
-  snprintf(dir, sizeof dir, "%s/golden", corpus);
-  nc += tp_round_trip_dir(e->ctx, dir);
+  int nc = tp_round_trip_dir(e->ctx, x.dir[1]);
+  nc += tp_round_trip_dir(e->ctx, x.dir[2]);
   print_message("round trip: %d JAX fixtures, %d corpus modules%s\n", n, nc,
                 nc ? "" : " (corpus not found: skipped)");
 }

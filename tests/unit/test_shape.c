@@ -8,7 +8,6 @@
    of the shared XLA corpus, whose declared shapes were written by XLA itself: each one must
    agree with our inference. */
 #include "testutil.h"
-#include <dirent.h>
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -68,11 +67,7 @@ static hlo_shape ts_shape(hlo_module *m, const char *txt) { return ts_parse(m, &
 
 static hlo_instr *ts_param(hlo_comp *c, int i, const char *shape) {
   hlo_shape s = ts_shape(c->module, shape);
-  hlo_instr *p = hlo_instr_new(c, HLO_OP_PARAMETER, NULL, &s, NULL, 0);
-  p->index = i;
-  while (arrlen(c->params) <= i) arrput(c->params, NULL);
-  c->params[i] = p;
-  return p;
+  return tu_set_param(c, i, hlo_instr_new(c, HLO_OP_PARAMETER, NULL, &s, NULL, 0));
 }
 
 /* An instruction with operands (NULL-terminated) and a declared shape (NULL: none). */
@@ -90,15 +85,7 @@ static hlo_instr *ts_op(hlo_comp *c, hlo_opcode op, const char *shape, ...) {
   return ins;
 }
 
-static hlo_ints ts_ints(hlo_module *m, int n, ...) {
-  int64_t v[16];
-  va_list ap;
-  va_start(ap, n);
-  for (int i = 0; i < n; i++) v[i] = va_arg(ap, int);
-  va_end(ap);
-  return hlo_ints_dup(m, v, n);
-}
-#define I(...) ts_ints(e->m, (int)(sizeof((int[]){ __VA_ARGS__ }) / sizeof(int)), __VA_ARGS__)
+#define I(...) TU_INTS(e->m, __VA_ARGS__)
 #define I0 ((hlo_ints){ NULL, 0 })
 
 static void ts_expect(ts_env *e, const hlo_instr *ins, const char *want) {
@@ -560,50 +547,33 @@ static void test_verify_cross_computation(void **state) {
 }
 
 /* Every module XLA or JAX wrote: their declared shapes are XLA's inference. */
-static int ts_verify_dir(hj_ctx_t *ctx, const char *dir, int *nfail) {
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  int n = 0;
-  for (struct dirent *de; (de = readdir(d));) {
-    size_t l = strlen(de->d_name);
-    if (l < 5 || strcmp(de->d_name + l - 4, ".hlo") != 0) continue;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    size_t len = 0;
-    char *text = tu_read_file(path, &len);
-    assert_non_null(text);
-    hlo_module *m = NULL;
-    hj_status st = hlo_parse_module(ctx, text, len, path, &m);
-    if (st == HJ_OK) st = hlo_verify_module(m);
-    if (st != HJ_OK && !strstr(text, "c128")) {
-      print_message("FAIL %s: %s\n", path, hj_ctx_error(ctx));
-      (*nfail)++;
-    }
-    n++;
-    hlo_module_free(m);
-    free(text);
-  }
-  closedir(d);
-  return n;
-}
+typedef struct ts_verified { hj_ctx_t *ctx; int n, nfail; } ts_verified;
 
-static const char *ts_corpus(void) {
-  const char *c = getenv("HLOJIT_CORPUS");
-  return c ? c : "../shared/hlo-corpus";
+static void ts_verify_file(const char *path, void *user) {
+  ts_verified *v = user;
+  char *text = NULL;
+  hlo_module *m = NULL;
+  hj_status st = tu_parse_path(v->ctx, path, &m, &text);
+  if (st == HJ_OK) st = hlo_verify_module(m);
+  if (st != HJ_OK && !strstr(text, "c128")) {
+    print_message("FAIL %s: %s\n", path, hj_ctx_error(v->ctx));
+    v->nfail++;
+  }
+  v->n++;
+  hlo_module_free(m);
+  free(text);
 }
 
 static void test_verify_xla_modules(void **state) {
   ts_env *e = *state;
-  char dir[1024];
-  int nfail = 0, n = 0;
-  snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
-  n += ts_verify_dir(e->ctx, dir, &nfail);
-  assert_true(n >= 20);                                        /* the fixtures are in the repo */
-  n += ts_verify_dir(e->ctx, ts_corpus(), &nfail);
-  snprintf(dir, sizeof dir, "%s/golden", ts_corpus());
-  n += ts_verify_dir(e->ctx, dir, &nfail);
-  print_message("verified %d modules, %d failures\n", n, nfail);
-  assert_int_equal(nfail, 0);
+  tu_xla_dirs x = tu_xla_module_dirs();
+  ts_verified v = { e->ctx, 0, 0 };
+  tu_each_hlo(x.dir[0], ts_verify_file, &v);
+  assert_true(v.n >= 20);                                      /* the fixtures are in the repo */
+  tu_each_hlo(x.dir[1], ts_verify_file, &v);
+  tu_each_hlo(x.dir[2], ts_verify_file, &v);
+  print_message("verified %d modules, %d failures\n", v.n, v.nfail);
+  assert_int_equal(v.nfail, 0);
 }
 
 int main(void) {
