@@ -568,6 +568,22 @@ static void test_transpose_hand(void **state) {
            "  t = f64[64,96] transpose(n), dimensions={1,0}\n"
            "  ROOT r = (f64[64,96], f64[96,64], f64[64,96]) tuple(t, n, t)\n}\n",
            EMIT_KIND_TRANSPOSE, NULL);
+  /* attention's head split as one multi-output fusion: k moves the minor dim (the hero), q
+     and v only permute major dims (rowwise leaves, written by row loops in the same tiles) */
+  eh_check("head split k^T, q, -v from f32[64,384]",
+           "fused {\n  p = f32[64,384] parameter(0)\n"
+           "  sk = f32[64,128] slice(p), slice={[0:64], [128:256]}\n"
+           "  rk = f32[64,2,64] reshape(sk)\n"
+           "  k = f32[2,64,64] transpose(rk), dimensions={1,2,0}\n"
+           "  sq = f32[64,128] slice(p), slice={[0:64], [0:128]}\n"
+           "  rq = f32[64,2,64] reshape(sq)\n"
+           "  q = f32[2,64,64] transpose(rq), dimensions={1,0,2}\n"
+           "  sv = f32[64,128] slice(p), slice={[0:64], [256:384]}\n"
+           "  rv = f32[64,2,64] reshape(sv)\n"
+           "  tv = f32[2,64,64] transpose(rv), dimensions={1,0,2}\n"
+           "  v = f32[2,64,64] negate(tv)\n"
+           "  ROOT r = (f32[2,64,64], f32[2,64,64], f32[2,64,64]) tuple(k, q, v)\n}\n",
+           EMIT_KIND_TRANSPOSE, NULL);
 }
 
 static void test_transpose_corpus(void **state) {
