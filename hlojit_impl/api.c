@@ -349,19 +349,7 @@ static bool api_copy_attrs(api_copy *cp, const hlo_instr *s, hlo_instr *d) {
   d->shape = keep.shape;
   d->is_root = false;
   hlo_module *m = cp->dst;
-  hlo_ints *lists[] = {
-    &d->dims, &d->slice_start, &d->slice_limit, &d->slice_stride, &d->ds_sizes, &d->pad_lo,
-    &d->pad_hi, &d->pad_interior, &d->dot.lhs_batch, &d->dot.rhs_batch, &d->dot.lhs_contract,
-    &d->dot.rhs_contract, &d->gather.offset_dims, &d->gather.collapsed_slice_dims,
-    &d->gather.start_index_map, &d->gather.slice_sizes, &d->gather.operand_batching_dims,
-    &d->gather.start_indices_batching_dims, &d->scatter.update_window_dims,
-    &d->scatter.inserted_window_dims, &d->scatter.scatter_dims_to_operand_dims,
-    &d->scatter.input_batching_dims, &d->scatter.scatter_indices_batching_dims, &d->window.size,
-    &d->window.stride, &d->window.pad_lo, &d->window.pad_hi, &d->window.base_dilation,
-    &d->window.window_dilation,
-  };
-  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-    *lists[i] = hlo_ints_dup(m, lists[i]->v, lists[i]->n);
+  if (!hlo_instr_dup_lists(m, d)) return false;
   if (s->literal && !(d->literal = api_copy_literal(m, s->literal))) return false;
   d->calls = NULL;
   d->ncalls = 0;
@@ -633,37 +621,13 @@ static hj_status api_check_buffers(hj_exec_t *e, hj_buffer_t *const *bufs, int n
   return HJ_OK;
 }
 
-/* A literal of parameter shape |s| viewing the next input buffers (tuples nest). All
-   allocations go to |scratch|. */
-static hlo_literal *api_arg(const hlo_shape *s, hj_buffer_t *const *in, int *k, void ***scratch) {
-  hlo_literal *l = calloc(1, sizeof *l);
-  if (!l) return NULL;
-  arrput(*scratch, l);
-  if (s->type != HLO_TUPLE) {
-    *l = hlo_literal_view(s, in[(*k)++]->data);
-    return l;
-  }
-  l->shape = *s;
-  l->nelems = s->ntuple;
-  l->elems = calloc((size_t)s->ntuple + 1, sizeof *l->elems);
-  if (!l->elems) return NULL;
-  arrput(*scratch, l->elems);
-  for (int i = 0; i < s->ntuple; i++)
-    if (!(l->elems[i] = api_arg(&s->tuple[i], in, k, scratch))) return NULL;
-  return l;
-}
-
-static void api_result_leaves(const hlo_literal *l, const hlo_literal ***out) {
-  if (l->shape.type == HLO_TUPLE)
-    for (int i = 0; i < l->nelems; i++) api_result_leaves(l->elems[i], out);
-  else
-    arrput(*out, l);
-}
+/* Leaf data for hlo_literal_view_tree: input buffer |k| of the array |in| (ud). */
+static void *api_in_data(const void *in, int k) { return ((hj_buffer_t *const *)in)[k]->data; }
 
 /* Copies the result leaves into |out| (new buffers where NULL; undone on failure). */
 static hj_status api_store(hj_exec_t *e, const hlo_literal *res, hj_buffer_t **out, int nout) {
   const hlo_literal **lv = NULL;
-  api_result_leaves(res, &lv);
+  hlo_literal_leaves(res, &lv);
   hj_status st = HJ_OK;
   bool *made = calloc((size_t)nout + 1, sizeof *made);
   if (!made)
@@ -746,7 +710,8 @@ hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t
   void **scratch = NULL;
   hlo_literal **args = NULL, *res = NULL;
   for (int i = 0; i < np && st == HJ_OK; i++) {
-    hlo_literal *a = api_arg(&entry->params[i]->shape, in, &k, &scratch);
+    hlo_literal *a = hlo_literal_view_tree(&entry->params[i]->shape, api_in_data, in, &k,
+                                           &scratch);
     if (!a) st = hj__err(e->ctx, HJ_ERR_OOM, "hj_exec_run: out of memory");
     arrput(args, a);
   }

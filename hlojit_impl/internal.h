@@ -335,6 +335,15 @@ void hlo_literal_free(hlo_literal *l);             /* frees owned data and eleme
 hlo_literal *hlo_literal_clone(hj_ctx_t *ctx, const hlo_literal *l);
 /* A literal viewing |data| (not owned). */
 hlo_literal hlo_literal_view(const hlo_shape *shape, void *data);
+/* hlo_literal_view_tree: a literal of |s| viewing consecutive array leaves (tuple shapes
+   become tuples of views): leaf data = |data|(ud, *k), *k advancing by one per leaf. Every
+   allocation goes to the stb_ds array *scratch (the caller frees each and the array, also
+   on failure); NULL on OOM. hlo_literal_leaves: appends the array leaves of |l|, depth
+   first, to the stb_ds array *out. */
+typedef void *(*hlo_leaf_data_fn)(const void *ud, int k);
+hlo_literal *hlo_literal_view_tree(const hlo_shape *s, hlo_leaf_data_fn data, const void *ud,
+                                   int *k, void ***scratch);
+void hlo_literal_leaves(const hlo_literal *l, const hlo_literal ***out);
 bool hlo_literal_equal(const hlo_literal *a, const hlo_literal *b);  /* bitwise, same shape */
 /* A tuple literal taking ownership of |elems| (n literals made by hlo_literal_new & co.);
    its shape is built from theirs. On failure (NULL, error set) the elements are freed. */
@@ -544,11 +553,14 @@ hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *
    and its errors), e.g. a compile's context. hlo_instr_clone_into: appends a copy of
    |src| to |c| with |operands| (src->noperands of them) and |calls| (src->ncalls),
    every attribute and the literal copied into c's module; |name| NULL keeps src's name.
-   NULL on OOM. */
+   NULL on OOM. hlo_instr_dup_lists: gives |d| (a struct copy of another instruction) its
+   own copy in m's arena of every hlo_ints attribute (dims, slice, pad, dot, gather, scatter,
+   window lists); false on OOM. */
 hlo_module *hlo_module_clone(const hlo_module *m);
 hlo_module *hlo_module_clone_in(hj_ctx_t *ctx, const hlo_module *m);
 hlo_instr *hlo_instr_clone_into(hlo_comp *c, const hlo_instr *src, const char *name,
                                 hlo_instr *const *operands, hlo_comp *const *calls);
+bool hlo_instr_dup_lists(hlo_module *m, hlo_instr *d);
 
 /* ---- passes ----------------------------------------------------------------------------
    One entry point per file; *changed says whether the module changed. Each leaves a module
@@ -701,8 +713,18 @@ const hlo_instr *hlo_fusion_hero(const hlo_comp *fc);
 void hlo_fusion_relabel(hlo_instr *fusion);
 int64_t hlo_shape_total_bytes(const hlo_shape *s);
 hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins);
+/* Does |x| read a dot (or a dot fusion) that nothing else in |c| reads? epilogue_fusion.c
+   may still give |x| to that dot, so the other fusion passes leave it alone. */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x);
+/* Moves |nc|, the computation appended last to m->comps, to just before |before| (callees
+   first); it stays last when |before| is not in m->comps. */
+void hlo_module_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before);
 /* The entry and the while/conditional computations reached from it (stb_ds array). */
 void hlo_control_comps(hlo_comp *entry, hlo_comp ***out);
+/* A fusion pass's driver: |fn|(comp, &any) on each of hlo_control_comps(m->entry) until one
+   fails; then, when any changed, hlo_module_prune_comps; *changed (may be NULL) = any. */
+typedef hj_status (*hlo_comp_pass_fn)(hlo_comp *c, bool *changed);
+hj_status hlo_fusion_run_control_comps(hlo_module *m, hlo_comp_pass_fn fn, bool *changed);
 hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup);
 hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_schedule_comp(hlo_comp *c, int64_t *before, int64_t *after);

@@ -34,6 +34,28 @@ static hlo_literal *irc_literal(hlo_module *m, const hlo_literal *l) {
   return r;
 }
 
+/* Gives |d| (a struct copy of another instruction) its own copy in m's arena of every
+   hlo_ints attribute; false on OOM. */
+bool hlo_instr_dup_lists(hlo_module *m, hlo_instr *d) {
+  hlo_ints *lists[] = {
+    &d->dims, &d->slice_start, &d->slice_limit, &d->slice_stride, &d->ds_sizes, &d->pad_lo,
+    &d->pad_hi, &d->pad_interior, &d->dot.lhs_batch, &d->dot.rhs_batch, &d->dot.lhs_contract,
+    &d->dot.rhs_contract, &d->gather.offset_dims, &d->gather.collapsed_slice_dims,
+    &d->gather.start_index_map, &d->gather.slice_sizes, &d->gather.operand_batching_dims,
+    &d->gather.start_indices_batching_dims, &d->scatter.update_window_dims,
+    &d->scatter.inserted_window_dims, &d->scatter.scatter_dims_to_operand_dims,
+    &d->scatter.input_batching_dims, &d->scatter.scatter_indices_batching_dims,
+    &d->window.size, &d->window.stride, &d->window.pad_lo, &d->window.pad_hi,
+    &d->window.base_dilation, &d->window.window_dilation,
+  };
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+    hlo_ints v = *lists[i];
+    *lists[i] = hlo_ints_dup(m, v.v, v.n);
+    if (v.n > 0 && !lists[i]->v) return false;
+  }
+  return true;
+}
+
 hlo_instr *hlo_instr_clone_into(hlo_comp *c, const hlo_instr *src, const char *name,
                                 hlo_instr *const *operands, hlo_comp *const *calls) {
   hlo_module *m = c->module;
@@ -52,22 +74,7 @@ hlo_instr *hlo_instr_clone_into(hlo_comp *c, const hlo_instr *src, const char *n
   d->calls = NULL;
   d->ncalls = 0;
   d->literal = NULL;
-  hlo_ints *lists[] = {
-    &d->dims, &d->slice_start, &d->slice_limit, &d->slice_stride, &d->ds_sizes, &d->pad_lo,
-    &d->pad_hi, &d->pad_interior, &d->dot.lhs_batch, &d->dot.rhs_batch, &d->dot.lhs_contract,
-    &d->dot.rhs_contract, &d->gather.offset_dims, &d->gather.collapsed_slice_dims,
-    &d->gather.start_index_map, &d->gather.slice_sizes, &d->gather.operand_batching_dims,
-    &d->gather.start_indices_batching_dims, &d->scatter.update_window_dims,
-    &d->scatter.inserted_window_dims, &d->scatter.scatter_dims_to_operand_dims,
-    &d->scatter.input_batching_dims, &d->scatter.scatter_indices_batching_dims,
-    &d->window.size, &d->window.stride, &d->window.pad_lo, &d->window.pad_hi,
-    &d->window.base_dilation, &d->window.window_dilation,
-  };
-  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-    hlo_ints v = *lists[i];
-    *lists[i] = hlo_ints_dup(m, v.v, v.n);
-    if (v.n > 0 && !lists[i]->v) goto oom;
-  }
+  if (!hlo_instr_dup_lists(m, d)) goto oom;
   if (src->literal && !(d->literal = irc_literal(m, src->literal))) goto oom;
   if (src->ncalls > 0) {
     hlo_instr_set_calls(d, calls, src->ncalls);

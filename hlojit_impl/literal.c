@@ -119,6 +119,34 @@ hlo_literal hlo_literal_view(const hlo_shape *shape, void *data) {
   return l;
 }
 
+/* A literal of |s| viewing consecutive array leaves from *k on; tuples nest. */
+hlo_literal *hlo_literal_view_tree(const hlo_shape *s, hlo_leaf_data_fn data, const void *ud,
+                                   int *k, void ***scratch) {
+  hlo_literal *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  arrput(*scratch, l);
+  if (s->type != HLO_TUPLE) {
+    *l = hlo_literal_view(s, data(ud, (*k)++));
+    return l;
+  }
+  l->shape = *s;
+  l->nelems = s->ntuple;
+  l->elems = calloc((size_t)s->ntuple + 1, sizeof *l->elems);
+  if (!l->elems) return NULL;
+  arrput(*scratch, l->elems);
+  for (int i = 0; i < s->ntuple; i++)
+    if (!(l->elems[i] = hlo_literal_view_tree(&s->tuple[i], data, ud, k, scratch))) return NULL;
+  return l;
+}
+
+/* Appends the array leaves of |l|, depth first, to the stb_ds array *out. */
+void hlo_literal_leaves(const hlo_literal *l, const hlo_literal ***out) {
+  if (l->shape.type == HLO_TUPLE)
+    for (int i = 0; i < l->nelems; i++) hlo_literal_leaves(l->elems[i], out);
+  else
+    arrput(*out, l);
+}
+
 bool hlo_literal_equal(const hlo_literal *a, const hlo_literal *b) {
   if (!a || !b) return a == b;
   if (!hlo_shape_compatible(&a->shape, &b->shape)) return false;

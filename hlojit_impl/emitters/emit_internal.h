@@ -79,4 +79,9 @@ bool emitp_math_handles(hlo_opcode op);            /* emit_math_unary/_binary ta
    -1 when there are more or a leaf is not an array instruction. */
 int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max);
 
+/* ---- emitter.c --------------------------------------------------------------------------- */
+/* Deletes the functions added to |mod| after |last| (NULL: all of them), uses first
+   replaced by poison, so that a module a failed emitter left half-written verifies. */
+void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last);
+
 #endif

@@ -163,7 +163,7 @@ emit_kind emit_classify(const hlo_instr *fusion, bool dus_inplace, const hlo_ins
 }
 
 /* Deletes the functions added to |mod| after |last| (NULL: all of them). */
-static void emr_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
+void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
   LLVMValueRef fn = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(mod);
   LLVMValueRef *dead = NULL;
   for (; fn; fn = LLVMGetNextFunction(fn)) arrput(dead, fn);
@@ -194,12 +194,12 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
                    hero ? hlo_opcode_name(hero->op) : "?");
   }
   if (st == HJ_ERR_UNSUPPORTED && (k == EMIT_KIND_REDUCTION || k == EMIT_KIND_TRANSPOSE)) {
-    emr_drop_after(em->mod, last);
+    emitp_drop_after(em->mod, last);
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
     out->kind = EMIT_KIND_LOOP;
     st = emit_loop_fusion(em, fusion, name, out);
   }
-  if (st != HJ_OK) emr_drop_after(em->mod, last);   /* out->matmul: the failed emitter's */
+  if (st != HJ_OK) emitp_drop_after(em->mod, last);   /* out->matmul: the failed emitter's */
   return st;
 }

@@ -262,14 +262,6 @@ hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const ch
                    fusion && fusion->name ? fusion->name : "?", inplace_operand);
   LLVMValueRef last = LLVMGetLastFunction(em->mod);
   hj_status st = elp_emit(em, fusion, name, inplace_operand, out);
-  if (st != HJ_OK) {   /* delete what was emitted, so the module verifies */
-    LLVMValueRef fn = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(em->mod);
-    LLVMValueRef *dead = NULL;
-    for (; fn; fn = LLVMGetNextFunction(fn)) arrput(dead, fn);
-    for (ptrdiff_t i = 0; i < arrlen(dead); i++)
-      LLVMReplaceAllUsesWith(dead[i], LLVMGetPoison(LLVMTypeOf(dead[i])));
-    for (ptrdiff_t i = 0; i < arrlen(dead); i++) LLVMDeleteFunction(dead[i]);
-    arrfree(dead);
-  }
+  if (st != HJ_OK) emitp_drop_after(em->mod, last);   /* so the module verifies */
   return st;
 }

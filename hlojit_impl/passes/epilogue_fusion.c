@@ -173,13 +173,5 @@ static hj_status epi_comp(hlo_comp *c, bool *changed) {
 }
 
 hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  bool any = false;
-  hlo_comp **comps = NULL;
-  if (m->entry) hlo_control_comps(m->entry, &comps);
-  hj_status st = HJ_OK;
-  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = epi_comp(comps[i], &any);
-  arrfree(comps);
-  if (st == HJ_OK && any) st = hlo_module_prune_comps(m, NULL);
-  if (changed) *changed = any;
-  return st;
+  return hlo_fusion_run_control_comps(m, epi_comp, changed);
 }

@@ -258,24 +258,11 @@ static double fus_evals_in(const hlo_instr *u, const hlo_instr *p) {
   }
 }
 
-/* Is |p| the natural epilogue of a dot (it reads a dot that nothing else reads)? Such a
-   producer is not duplicated: epilogue_fusion.c gives it to the dot's kOutput fusion. */
-static bool fus_dot_epilogue(const hlo_comp *c, const hlo_instr *p) {
-  for (int k = 0; k < p->noperands; k++) {
-    const hlo_instr *o = p->operands[k];
-    bool dot = o->op == HLO_OP_DOT;
-    if (o->op == HLO_OP_FUSION && o->ncalls == 1) {
-      const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
-      dot = h && h->op == HLO_OP_DOT;
-    }
-    if (dot && hlo_user_count(c, o) == 1) return true;
-  }
-  return false;
-}
-
-/* The cost model for a producer with users |us| (all of which take it). */
+/* The cost model for a producer with users |us| (all of which take it). A producer that is
+   the natural epilogue of a dot (hlo_reads_lone_dot) is not duplicated: epilogue_fusion.c
+   gives it to the dot's kOutput fusion. */
 static bool fus_profitable(const hlo_comp *c, const hlo_instr *p, hlo_instr *const *us, int n) {
-  if (n > 1 && fus_dot_epilogue(c, p)) return false;
+  if (n > 1 && hlo_reads_lone_dot(c, p)) return false;
   bool exp = false;
   double cost = fus_cost(p, &exp), evals = 0, numel = (double)hlo_shape_numel(&p->shape);
   for (int i = 0; i < n; i++) evals += fus_evals_in(us[i], p);
@@ -440,15 +427,7 @@ static hj_status fus_comp(hlo_comp *c, bool *changed) {
 }
 
 hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  bool any = false;
-  hlo_comp **comps = NULL;
-  if (m->entry) hlo_control_comps(m->entry, &comps);
-  hj_status st = HJ_OK;
-  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = fus_comp(comps[i], &any);
-  arrfree(comps);
-  if (st == HJ_OK && any) st = hlo_module_prune_comps(m, NULL);
-  if (changed) *changed = any;
-  return st;
+  return hlo_fusion_run_control_comps(m, fus_comp, changed);
 }
 
 /* ---- kernel counting -------------------------------------------------------------------- */

@@ -316,14 +316,6 @@ static void fsp_drop_unused(hlo_instr *f) {
   for (ptrdiff_t i = 0; i < arrlen(fc->params); i++) fc->params[i]->index = i;
 }
 
-static void fsp_place_comp(hlo_module *m, hlo_comp *nc, const hlo_comp *before) {
-  ptrdiff_t n = arrlen(m->comps), at = n - 1;   /* nc was appended last */
-  for (ptrdiff_t i = 0; i < n - 1; i++)
-    if (m->comps[i] == before) { at = i; break; }
-  for (ptrdiff_t i = n - 1; i > at; i--) m->comps[i] = m->comps[i - 1];
-  m->comps[at] = nc;
-}
-
 /* Materialises |x| of fusion |f| (in |c|): a new fusion before |f| computes it. */
 static hj_status fsp_split(hlo_comp *c, hlo_instr *f, hlo_instr *x) {
   hlo_module *m = c->module;
@@ -355,7 +347,7 @@ static hj_status fsp_split(hlo_comp *c, hlo_instr *f, hlo_instr *x) {
   snprintf(name, sizeof name, "split_computation.%d", m->next_id);
   hlo_comp *nc = hlo_comp_new(m, name);
   if (!nc) { st = HJ_ERR_OOM; goto done; }
-  fsp_place_comp(m, nc, fc);
+  hlo_module_insert_comp_before(m, nc, fc);
   for (int i = 0; i <= xp && st == HJ_OK; i++) {
     if (!in[i]) continue;
     hlo_instr *y = fc->instrs[i];

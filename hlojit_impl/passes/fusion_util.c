@@ -71,6 +71,20 @@ void hlo_fusion_relabel(hlo_instr *fusion) {
                       : h->op == HLO_OP_REDUCE ? HLO_FUSION_INPUT : HLO_FUSION_LOOP;
 }
 
+/* Does |x| read a dot (or a fusion whose hero is a dot) that nothing else in |c| reads? */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x) {
+  for (int k = 0; k < x->noperands; k++) {
+    const hlo_instr *o = x->operands[k];
+    bool dot = o->op == HLO_OP_DOT;
+    if (o->op == HLO_OP_FUSION && o->ncalls == 1) {
+      const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
+      dot = h && h->op == HLO_OP_DOT;
+    }
+    if (dot && hlo_user_count(c, o) == 1) return true;
+  }
+  return false;
+}
+
 int64_t hlo_shape_total_bytes(const hlo_shape *s) {
   if (s->type == HLO_TUPLE) {
     int64_t t = 0;
@@ -82,7 +96,8 @@ int64_t hlo_shape_total_bytes(const hlo_shape *s) {
 
 /* ---- making fusions ------------------------------------------------------------------------ */
 
-static void fuu_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before) {
+/* Moves |nc|, the computation appended last to m->comps, to just before |before|. */
+void hlo_module_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before) {
   ptrdiff_t n = arrlen(m->comps), at = n - 1;   /* nc was appended last */
   for (ptrdiff_t i = 0; i < n - 1; i++)
     if (m->comps[i] == before) {
@@ -146,7 +161,7 @@ hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins) {
   snprintf(name, sizeof name, "fused_computation.%d", m->next_id);
   hlo_comp *fc = hlo_comp_new(m, name);
   if (!fc) return NULL;
-  fuu_insert_comp_before(m, fc, c);
+  hlo_module_insert_comp_before(m, fc, c);
   snprintf(name, sizeof name, "fusion.%d", m->next_id);
   hlo_instr *fusion = hlo_instr_new(c, HLO_OP_FUSION, name, &ins->shape, NULL, 0);
   if (!fusion) return NULL;
@@ -256,4 +271,18 @@ void hlo_control_comps(hlo_comp *c, hlo_comp ***out) {
     if (x->op == HLO_OP_WHILE || x->op == HLO_OP_CONDITIONAL)
       for (int k = 0; k < x->ncalls; k++) hlo_control_comps(x->calls[k], out);
   }
+}
+
+/* The driver of a fusion pass: |fn| on each of hlo_control_comps(m->entry), then the
+   computations no longer called are pruned if anything changed. */
+hj_status hlo_fusion_run_control_comps(hlo_module *m, hlo_comp_pass_fn fn, bool *changed) {
+  bool any = false;
+  hlo_comp **comps = NULL;
+  if (m->entry) hlo_control_comps(m->entry, &comps);
+  hj_status st = HJ_OK;
+  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = fn(comps[i], &any);
+  arrfree(comps);
+  if (st == HJ_OK && any) st = hlo_module_prune_comps(m, NULL);
+  if (changed) *changed = any;
+  return st;
 }

@@ -224,20 +224,9 @@ out:
   return st == HJ_ERR_OOM ? hj__err(ctx, st, "schedule: out of memory") : st;
 }
 
-static void sch_control_comps(hlo_comp *c, hlo_comp ***out) {
-  for (ptrdiff_t i = 0; i < arrlen(*out); i++)
-    if ((*out)[i] == c) return;
-  arrput(*out, c);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
-    hlo_instr *x = c->instrs[i];
-    if (x->op == HLO_OP_WHILE || x->op == HLO_OP_CONDITIONAL)
-      for (int k = 0; k < x->ncalls; k++) sch_control_comps(x->calls[k], out);
-  }
-}
-
 hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   hlo_comp **comps = NULL;
-  if (m->entry) sch_control_comps(m->entry, &comps);
+  if (m->entry) hlo_control_comps(m->entry, &comps);
   hj_status st = HJ_OK;
   bool any = false;
   char *sb = NULL;

@@ -113,21 +113,6 @@ static bool sib_same(const sib_sig *a, const sib_sig *b) {
          !memcmp(a->rdims, b->rdims, sizeof(int64_t) * (size_t)a->nrdims);
 }
 
-/* A loop fusion that epilogue_fusion.c may still give to a dot (it is the dot's only
-   user). */
-static bool sib_reads_dot(const hlo_comp *c, const hlo_instr *x) {
-  for (int k = 0; k < x->noperands; k++) {
-    const hlo_instr *o = x->operands[k];
-    bool dot = o->op == HLO_OP_DOT;
-    if (o->op == HLO_OP_FUSION && o->ncalls == 1) {
-      const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
-      dot = h && h->op == HLO_OP_DOT;
-    }
-    if (dot && hlo_user_count(c, o) == 1) return true;
-  }
-  return false;
-}
-
 /* Is |anc| a transitive operand of |x|? (|seen| marks visited instructions.) */
 typedef struct sib_seen { const hlo_instr *key; int value; } sib_seen;
 
@@ -300,12 +285,12 @@ static hj_status sib_once(hlo_comp *c, bool *done) {
     for (int a = 0; a < n && !pa; a++) {
       sib_sig sa, sb;
       if (us[a] == c->root || !sib_signature(us[a], &sa)) continue;
-      if (us[a]->op == HLO_OP_FUSION && !sa.reduce && sib_reads_dot(c, us[a])) continue;
+      if (us[a]->op == HLO_OP_FUSION && !sa.reduce && hlo_reads_lone_dot(c, us[a])) continue;
       for (int b = a + 1; b < n && !pa; b++) {
         if (us[b] == c->root || !sib_signature(us[b], &sb) || !sib_same(&sa, &sb)) continue;
-        if (us[b]->op == HLO_OP_FUSION && !sb.reduce && sib_reads_dot(c, us[b])) continue;
-        if (us[a]->op != HLO_OP_FUSION && !sa.reduce && sib_reads_dot(c, us[a])) continue;
-        if (us[b]->op != HLO_OP_FUSION && !sb.reduce && sib_reads_dot(c, us[b])) continue;
+        if (us[b]->op == HLO_OP_FUSION && !sb.reduce && hlo_reads_lone_dot(c, us[b])) continue;
+        if (us[a]->op != HLO_OP_FUSION && !sa.reduce && hlo_reads_lone_dot(c, us[a])) continue;
+        if (us[b]->op != HLO_OP_FUSION && !sb.reduce && hlo_reads_lone_dot(c, us[b])) continue;
         if (sib_union_operands(us[a], us[b]) > SIB_MAX_OPERANDS) continue;
         if (!sib_independent(us[a], us[b])) continue;
         pa = us[a];
@@ -322,23 +307,20 @@ static hj_status sib_once(hlo_comp *c, bool *done) {
   return HJ_OK;
 }
 
-hj_status hlo_pass_sibling_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  bool any = false;
-  hlo_comp **comps = NULL;
-  if (m->entry) hlo_control_comps(m->entry, &comps);
+/* Merges in |c| until no pair is left; *changed is set when any merge happened. */
+static hj_status sib_comp(hlo_comp *c, bool *changed) {
   hj_status st = HJ_OK;
-  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) {
-    for (int guard = 0; guard < 10000 && st == HJ_OK; guard++) {
-      bool done = false;
-      st = sib_once(comps[i], &done);
-      if (!done) break;
-      any = true;
-    }
+  for (int guard = 0; guard < 10000 && st == HJ_OK; guard++) {
+    bool done = false;
+    st = sib_once(c, &done);
+    if (!done) break;
+    *changed = true;
   }
-  arrfree(comps);
-  if (st == HJ_OK && any) st = hlo_module_prune_comps(m, NULL);
-  if (changed) *changed = any;
   return st;
+}
+
+hj_status hlo_pass_sibling_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  return hlo_fusion_run_control_comps(m, sib_comp, changed);
 }
 
 #undef SIB_MIN_BYTES

@@ -39,17 +39,6 @@ static bool wf_keep(const hlo_instr *ins) {
   }
 }
 
-static void wf_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before) {
-  ptrdiff_t n = arrlen(m->comps), at = n - 1;   /* nc was appended last */
-  for (ptrdiff_t i = 0; i < n - 1; i++)
-    if (m->comps[i] == before) {
-      at = i;
-      break;
-    }
-  for (ptrdiff_t i = n - 1; i > at; i--) m->comps[i] = m->comps[i - 1];
-  m->comps[at] = nc;
-}
-
 /* Wraps c->instrs[pos]; the fusion takes its place in c's text order. */
 static hj_status wf_wrap(hlo_comp *c, ptrdiff_t pos) {
   hlo_module *m = c->module;
@@ -60,7 +49,7 @@ static hj_status wf_wrap(hlo_comp *c, ptrdiff_t pos) {
     snprintf(name, sizeof name, "wrapped_%s_computation.%d", ins->name, ins->id);
   hlo_comp *fc = hlo_comp_new(m, name);
   if (!fc) return HJ_ERR_OOM;
-  wf_insert_comp_before(m, fc, c);
+  hlo_module_insert_comp_before(m, fc, c);
   hlo_instr **uniq = NULL, **inner = NULL, *fused = NULL, *fusion = NULL;
   hj_status st = HJ_OK;
   for (int k = 0; k < ins->noperands; k++) {

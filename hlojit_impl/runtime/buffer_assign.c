@@ -81,15 +81,6 @@ static int ba_nleaves(const hlo_shape *sh) {
   return n;
 }
 
-/* Depth-first array leaves of a literal (tuple constants). */
-static void ba_lit_leaves(const hlo_literal *l, const hlo_literal ***out) {
-  if (l->shape.type == HLO_TUPLE) {
-    for (int i = 0; i < l->nelems; i++) ba_lit_leaves(l->elems[i], out);
-  } else {
-    arrput(*out, l);
-  }
-}
-
 static int ba_pos(const ba_state *s, const hlo_instr *ins) {
   return ins->id >= 0 && ins->id < s->nids ? s->pos_of_id[ins->id] : -1;
 }
@@ -114,7 +105,7 @@ static hj_status ba_leaves_of(ba_state *s, ba_plan *p, int i, const int *param_b
     break;
   case HLO_OP_CONSTANT: {
     const hlo_literal **lits = NULL;
-    if (ins->literal) ba_lit_leaves(ins->literal, &lits);
+    if (ins->literal) hlo_literal_leaves(ins->literal, &lits);
     for (ptrdiff_t j = 0; j < arrlen(sh); j++) {
       if (j >= arrlen(lits) || sh[j]->type == HLO_TOKEN) {
         arrput(lg, -1);

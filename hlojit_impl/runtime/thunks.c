@@ -99,33 +99,13 @@ static hj_status th_bufs(const th_frame *f, th_thunk *t, void ***bufs) {
 
 /* ---- evaluator fallback ------------------------------------------------------------------- */
 
-/* A literal of |s| viewing consecutive leaves from *k on; allocations go to |scratch|. */
-static hlo_literal *th_view(const th_frame *f, const th_thunk *t, const hlo_shape *s, int *k,
-                            void ***scratch) {
-  hlo_literal *l = calloc(1, sizeof *l);
-  if (!l) return NULL;
-  arrput(*scratch, l);
-  if (s->type != HLO_TUPLE) {
-    void *data = *k < arrlen(t->args) ? th_ptr(f, &t->args[*k]) : NULL;
-    (*k)++;
-    *l = hlo_literal_view(s, data);
-    return l;
-  }
-  l->shape = *s;
-  l->nelems = s->ntuple;
-  l->elems = calloc((size_t)s->ntuple + 1, sizeof *l->elems);
-  if (!l->elems) return NULL;
-  arrput(*scratch, l->elems);
-  for (int i = 0; i < s->ntuple; i++)
-    if (!(l->elems[i] = th_view(f, t, &s->tuple[i], k, scratch))) return NULL;
-  return l;
-}
+/* The operand leaves of one eval thunk, for th_arg_data. */
+typedef struct th_args { const th_frame *f; const th_thunk *t; } th_args;
 
-static void th_result_leaves(const hlo_literal *l, const hlo_literal ***out) {
-  if (l->shape.type == HLO_TUPLE)
-    for (int i = 0; i < l->nelems; i++) th_result_leaves(l->elems[i], out);
-  else
-    arrput(*out, l);
+/* Leaf data for hlo_literal_view_tree: the thunk's argument leaf |k| (NULL past the end). */
+static void *th_arg_data(const void *ud, int k) {
+  const th_args *a = ud;
+  return k < arrlen(a->t->args) ? th_ptr(a->f, &a->t->args[k]) : NULL;
 }
 
 static hj_status th_eval(th_runtime *rt, const th_frame *f, const th_thunk *t) {
@@ -135,14 +115,16 @@ static hj_status th_eval(th_runtime *rt, const th_frame *f, const th_thunk *t) {
   const hlo_literal **lv = NULL;
   hj_status st = HJ_OK;
   int k = 0;
+  th_args src = { f, t };
   for (int i = 0; i < ins->noperands && st == HJ_OK; i++) {
-    hlo_literal *a = th_view(f, t, &ins->operands[i]->shape, &k, &scratch);
+    hlo_literal *a = hlo_literal_view_tree(&ins->operands[i]->shape, th_arg_data, &src, &k,
+                                           &scratch);
     if (!a) st = hj__err(rt->ctx, HJ_ERR_OOM, "evaluator fallback: out of memory");
     arrput(args, a);
   }
   if (st == HJ_OK) st = hlo_eval_computation(rt->ctx, ins->calls[0], args, ins->noperands, &res);
   if (st == HJ_OK) {
-    th_result_leaves(res, &lv);
+    hlo_literal_leaves(res, &lv);
     if (arrlen(lv) != arrlen(t->outs))
       st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "evaluator fallback of '%s': %d result leaves, %d outputs",
                    ins->name, (int)arrlen(lv), (int)arrlen(t->outs));
