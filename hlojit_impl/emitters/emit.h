@@ -130,6 +130,8 @@ void emit_delinearize(emit_fn *f, const hlo_shape *s, LLVMValueRef linear, emit_
 typedef struct emit_loop {
   LLVMBasicBlockRef preheader, header, body, latch, exit;
   LLVMValueRef iv, step;
+  bool no_vectorize;   /* set before emit_loop_end: the body is already vector code, so
+                          LLVM's loop vectoriser must not widen it again (llvm.loop metadata) */
 } emit_loop;
 void emit_loop_begin(emit_fn *f, emit_loop *l, LLVMValueRef begin, LLVMValueRef end,
                      int64_t step, const char *name);

@@ -22,6 +22,7 @@
    neither the next iteration's start nor the exit, so only those are forgotten. */
 #include "emit_internal.h"
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 
 /* ---- module ------------------------------------------------------------------------------ */
 
@@ -390,12 +391,28 @@ void emit_loop_begin(emit_fn *f, emit_loop *l, LLVMValueRef begin, LLVMValueRef 
   emitp_cache_mark(f);
 }
 
+/* !llvm.loop !{self, !{"llvm.loop.vectorize.enable", i1 false},
+   !{"llvm.loop.interleave.count", i32 1}} on the back edge |br|. */
+static void emitp_no_vectorize(emit_module *em, LLVMValueRef br) {
+  LLVMContextRef c = em->llctx;
+  LLVMMetadataRef ven[2] = { LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26),
+                             LLVMValueAsMetadata(LLVMConstInt(em->t_i1, 0, 0)) };
+  LLVMMetadataRef ilv[2] = { LLVMMDStringInContext2(c, "llvm.loop.interleave.count", 26),
+                             LLVMValueAsMetadata(LLVMConstInt(em->t_i32, 1, 0)) };
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+  LLVMMetadataRef ops[3] = { tmp, LLVMMDNodeInContext2(c, ven, 2), LLVMMDNodeInContext2(c, ilv, 2) };
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 3);
+  LLVMMetadataReplaceAllUsesWith(tmp, id);   /* the loop id refers to itself; frees |tmp| */
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, id));
+}
+
 void emit_loop_end(emit_fn *f, emit_loop *l) {
   LLVMBuilderRef b = f->em->b;
   LLVMBuildBr(b, l->latch);
   LLVMPositionBuilderAtEnd(b, l->latch);
   LLVMValueRef next = LLVMBuildNSWAdd(b, l->iv, l->step, "");
-  LLVMBuildBr(b, l->header);
+  LLVMValueRef back = LLVMBuildBr(b, l->header);
+  if (l->no_vectorize) emitp_no_vectorize(f->em, back);
   LLVMAddIncoming(l->iv, &next, &l->latch, 1);
   LLVMPositionBuilderAtEnd(b, l->exit);
   /* forget what the body cached: back to (and including) the body's mark */
