@@ -15,14 +15,19 @@ CFLAGS  += $(CPU_CFLAGS)
 LDLIBS  += $(CPU_LDLIBS)
 
 B       := build
-LIB_SRC := $(filter-out hlojit_impl/all.c,$(wildcard hlojit_impl/*.c)) \
-           $(wildcard hlojit_impl/emitters/*.c hlojit_impl/passes/*.c hlojit_impl/runtime/*.c) \
+# The parts of hlojit_impl/ (one folder each, see hlojit_impl/README.md), then the backends.
+# LLVM_FREE_SRC is what the evaluator-only single-header build (HLOJIT_NO_LLVM) contains.
+PARTS   := ir text eval passes runtime api
+LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
+           $(wildcard backends/interp/*.c)
+LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))
+LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c $(wildcard hlojit_impl/emitters/*.c) \
            $(CPU_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity
+EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity $(B)/examples/mlp_unity_nollvm
 PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
@@ -58,14 +63,21 @@ $(B)/examples/mlp: examples/mlp.c $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 
-# The single-header build: the whole library in one translation unit (HLOJIT_IMPLEMENTATION).
-# Compiled at -O3, where gcc's flow-sensitive warnings see the most; and every LLVM-free
-# library file must be listed in all.c.
+# The single-header build: the whole library in one translation unit (HLOJIT_IMPLEMENTATION),
+# with the CPU backend (linked with LLVM) and without it (-DHLOJIT_NO_LLVM: the evaluator
+# only, no LLVM at all). Compiled at -O3, where gcc's flow-sensitive warnings see the most;
+# every library file must be listed in all.c.
+UNITY_CHECK = @for f in $(LIB_SRC); do \
+	  grep -q "\"$${f\#hlojit_impl/}\"" hlojit_impl/all.c || grep -q "\"../$$f\"" hlojit_impl/all.c || \
+	  { echo "all.c does not include $$f"; exit 1; }; done
 $(B)/examples/mlp_unity: examples/mlp.c $(HDRS) $(LIB_SRC) hlojit_impl/all.c
 	@mkdir -p $(dir $@)
-	@for f in $(filter-out hlojit_impl/all.c,$(wildcard hlojit_impl/*.c hlojit_impl/passes/*.c)); do \
-	  grep -q "\"$${f#hlojit_impl/}\"" hlojit_impl/all.c || { echo "all.c does not include $$f"; exit 1; }; done
+	$(UNITY_CHECK)
 	$(CC) $(CFLAGS) -O3 -DHLOJIT_IMPLEMENTATION $< -o $@ $(LDLIBS)
+
+$(B)/examples/mlp_unity_nollvm: examples/mlp.c $(HDRS) $(LIB_SRC) hlojit_impl/all.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -O3 $(WARN) -I. -DHLOJIT_IMPLEMENTATION -DHLOJIT_NO_LLVM $< -o $@ -lm -lpthread
 
 $(B)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)

@@ -27,10 +27,16 @@
        hj_buffer_destroy(out[0]); ... hj_exec_destroy(e); hj_graph_destroy(g); hj_ctx_destroy(ctx);
 
    BUILD OPTIONS
-   - Link build/libhlojit.a or build/libhlojit.so (made by `make`), or
+   - Link build/libhlojit.a or build/libhlojit.so (made by `make`) with
+     `$(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl`, or
    - define HLOJIT_IMPLEMENTATION in exactly one .c file before `#include "hlojit.h"`:
-     the whole implementation is then compiled into that translation unit (compile it
-     with -std=gnu11 and -I pointing at the directory holding hlojit.h and hlojit_impl/).
+     the whole implementation, CPU backend included, is then compiled into that
+     translation unit. Compile it with -std=gnu11, -I pointing at the directory holding
+     hlojit.h and hlojit_impl/ (and backends/ beside them), and
+     -I$(llvm-config-19 --includedir); link with $(llvm-config-19 --ldflags --libs)
+     -lm -lpthread -ldl. Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
+     headers or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
+     HJ_BACKEND_CPU fails, saying so).
 
    CONVENTIONS
    - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
@@ -61,9 +67,8 @@
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
               (hj_exec_stats counts them).
    - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
-              shape buckets, the disk cache, the GPT-2 example. The single-header build
-              has no CPU backend (AUTO = evaluator there). Bounded dynamic dims (HJ_DYN)
-              are accepted and printed (`f32[<=64,768]`) and run at their bound.
+              shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
+              (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -101,8 +106,9 @@ typedef enum hj_dtype {
 } hj_dtype_t;
 
 typedef enum hj_backend {
-  HJ_BACKEND_AUTO = 0,   /* CUDA if a device is usable, else CPU (today: CPU; the evaluator
-                            when the CPU backend cannot start, saying why in hj_exec_stats) */
+  HJ_BACKEND_AUTO = 0,   /* the first backend built in that compiles the module, in the
+                            order CUDA (once built), CPU, evaluator; each one skipped says
+                            why in hj_exec_stats().note */
   HJ_BACKEND_INTERP,     /* the reference evaluator: slow, obviously correct */
   HJ_BACKEND_CPU,
   HJ_BACKEND_CUDA,

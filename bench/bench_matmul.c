@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "backends/cpu/cpu_matmul.h"
 #include "hlojit_impl/emitters/emit.h"
+#include "hlojit_impl/text/text.h"
 #include "hlojit_impl/emitters/matmul_plan.h"
 #include <math.h>
 #include <stdio.h>

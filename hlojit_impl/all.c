@@ -1,29 +1,38 @@
 /* all.c — the whole library as one translation unit, for the single-header build
-   (`#define HLOJIT_IMPLEMENTATION` before `#include "hlojit.h"`). Every file of
-   hlojit_impl/ is listed here once; file-local (static) names carry a file prefix so that
-   they do not collide in this one unit. The LLVM-based parts (emitters/, runtime/,
-   backends/) are not in it yet: the single-header build runs modules on the evaluator. */
-#include "core.c"
-#include "literal.c"
-#include "shape_infer.c"
-#include "shape_infer_index.c"
-#include "verify.c"
-#include "hlo_print.c"
-#include "hlo_lex.c"
-#include "hlo_parse.c"
-#include "hlo_parse_attrs.c"
-#include "eval.c"
-#include "eval_elem.c"
-#include "eval_ops.c"
-#include "eval_gather.c"
-#include "eval_reduce.c"
-#include "npy.c"
-#include "api.c"
-#include "builder.c"
-#include "builder_ops.c"
-#include "composites.c"
-#include "ir_clone.c"
-#include "ir_edit.c"
+   (`#define HLOJIT_IMPLEMENTATION` before `#include "hlojit.h"`). Every library file is
+   listed here once, part by part; file-local (static) names carry a file prefix so that
+   they do not collide in this one unit.
+
+   With LLVM (the default) the unit contains the CPU backend: compile it with
+   -std=gnu11 -I<dir of hlojit.h> -I$(llvm-config-19 --includedir) and link with
+   $(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl. With -DHLOJIT_NO_LLVM it
+   contains the evaluator only (no LLVM headers or library needed; HJ_BACKEND_AUTO then
+   runs modules on the reference evaluator). */
+
+/* ir/ */
+#include "ir/clone.c"
+#include "ir/core.c"
+#include "ir/edit.c"
+#include "ir/literal.c"
+#include "ir/opfacts.c"
+#include "ir/shape_infer.c"
+#include "ir/shape_infer_index.c"
+#include "ir/verify.c"
+
+/* text/ */
+#include "text/lex.c"
+#include "text/parse.c"
+#include "text/parse_attrs.c"
+#include "text/print.c"
+
+/* eval/ */
+#include "eval/eval.c"
+#include "eval/eval_elem.c"
+#include "eval/eval_gather.c"
+#include "eval/eval_ops.c"
+#include "eval/eval_reduce.c"
+
+/* passes/ */
 #include "passes/algsimp.c"
 #include "passes/constant_fold.c"
 #include "passes/cse.c"
@@ -35,10 +44,46 @@
 #include "passes/fusion_util.c"
 #include "passes/inline_calls.c"
 #include "passes/layout_norm.c"
-#include "passes/optimize_api.c"
 #include "passes/pass.c"
 #include "passes/pipeline.c"
 #include "passes/schedule.c"
 #include "passes/sibling_fusion.c"
 #include "passes/tuple_simplify.c"
 #include "passes/wrap_fusions.c"
+
+/* runtime/ (the compile driver needs LLVM) */
+#include "runtime/buffer_assign.c"
+#include "runtime/pass_hooks.c"
+#include "runtime/thunks.c"
+
+/* api/ */
+#include "api/api.c"
+#include "api/builder.c"
+#include "api/builder_ops.c"
+#include "api/composites.c"
+#include "api/exec.c"
+#include "api/graph_module.c"
+#include "api/npy.c"
+#include "api/optimize.c"
+
+/* backends */
+#include "../backends/backends.c"
+#include "../backends/interp/interp_backend.c"
+
+#ifndef HLOJIT_NO_LLVM
+#include "runtime/compile.c"
+#include "emitters/dus.c"
+#include "emitters/elemental.c"
+#include "emitters/elemental_index.c"
+#include "emitters/emit_core.c"
+#include "emitters/emit_math.c"
+#include "emitters/emitter.c"
+#include "emitters/loop.c"
+#include "emitters/matmul.c"
+#include "emitters/reduction.c"
+#include "emitters/transpose.c"
+#include "../backends/cpu/cpu_backend.c"
+#include "../backends/cpu/cpu_jit.c"
+#include "../backends/cpu/cpu_matmul.c"
+#include "../backends/cpu/threadpool.c"
+#endif

@@ -20,7 +20,7 @@
 #ifndef HLOJIT_CPU_JIT_H
 #define HLOJIT_CPU_JIT_H
 
-#include "../../hlojit_impl/internal.h"
+#include "../../hlojit_impl/ir/ir.h"
 #include <llvm-c/Core.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/TargetMachine.h>

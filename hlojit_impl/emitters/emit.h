@@ -2,7 +2,7 @@
    core API only; no target headers). Shared by backends/cpu and, later, backends/cuda: only
    the thread mapping (emit_target) and a few hooks differ per target.
 
-   Kept out of internal.h so that the IR, parser and evaluator build without LLVM.
+   Kept out of ir/ir.h so that the IR, parser and evaluator build without LLVM.
 
    Vocabulary
    - A *fusion* is an HLO fusion instruction; its fused computation (calls[0]) is what is
@@ -35,7 +35,7 @@
 #ifndef HLOJIT_EMIT_H
 #define HLOJIT_EMIT_H
 
-#include "../internal.h"
+#include "../ir/ir.h"
 #include <llvm-c/Core.h>
 
 /* ---- module-wide state ------------------------------------------------------------------ */

@@ -89,11 +89,11 @@ static bool emr_real_transpose(const hlo_instr *t) {
    exactly the reduced dims of |red| (size-1 dims ignored) back to its input's shape. */
 static bool emr_reexpands(const hlo_instr *bc, const hlo_instr *red) {
   const hlo_shape *s = &bc->shape, *os = &bc->operands[0]->shape;
-  if (bc->dims.n != os->rank || !hlo_si_same_dims(s, &red->operands[0]->shape)) return false;
+  if (bc->dims.n != os->rank || !hlo_same_dims(s, &red->operands[0]->shape)) return false;
   for (int d = 0; d < s->rank; d++) {
     bool kept = false;
     for (int i = 0; i < bc->dims.n; i++) kept |= bc->dims.v[i] == d && os->dims[i] != 1;
-    if (s->dims[d] != 1 && kept == hlo_si_has(red->dims, d)) return false;
+    if (s->dims[d] != 1 && kept == hlo_ints_has(red->dims, d)) return false;
   }
   return true;
 }

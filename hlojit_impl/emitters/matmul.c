@@ -35,25 +35,25 @@
 
 /* ---- LLVM helpers -------------------------------------------------------------------------- */
 
-static LLVMValueRef emm_i64(emit_module *em, int64_t v) {
+static LLVMValueRef emx_i64(emit_module *em, int64_t v) {
   return LLVMConstInt(em->t_i64, (unsigned long long)v, 1);
 }
 
-static LLVMValueRef emm_gep(emit_module *em, LLVMValueRef base, LLVMValueRef off) {
+static LLVMValueRef emx_gep(emit_module *em, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(em->b, em->t_f32, base, &off, 1, "");
 }
 
-static LLVMValueRef emm_load(emit_module *em, LLVMTypeRef t, LLVMValueRef p) {
+static LLVMValueRef emx_load(emit_module *em, LLVMTypeRef t, LLVMValueRef p) {
   LLVMValueRef v = LLVMBuildLoad2(em->b, t, p, "");
   LLVMSetAlignment(v, 4);
   return v;
 }
 
-static void emm_store(emit_module *em, LLVMValueRef v, LLVMValueRef p) {
+static void emx_store(emit_module *em, LLVMValueRef v, LLVMValueRef p) {
   LLVMSetAlignment(LLVMBuildStore(em->b, v, p), 4);
 }
 
-static LLVMValueRef emm_splat(emit_module *em, LLVMValueRef s, int vw) {
+static LLVMValueRef emx_splat(emit_module *em, LLVMValueRef s, int vw) {
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   LLVMValueRef v = LLVMBuildInsertElement(em->b, LLVMGetPoison(vt), s,
                                           LLVMConstInt(em->t_i32, 0, 0), "");
@@ -62,7 +62,7 @@ static LLVMValueRef emm_splat(emit_module *em, LLVMValueRef s, int vw) {
 }
 
 /* a*b+c through llvm.fma (one rounding: the same bits scalar or vector). */
-static LLVMValueRef emm_fma(emit_module *em, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+static LLVMValueRef emx_fma(emit_module *em, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
   unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
@@ -70,18 +70,18 @@ static LLVMValueRef emm_fma(emit_module *em, LLVMValueRef a, LLVMValueRef b, LLV
   return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 3, "");
 }
 
-static void emm_attr(emit_module *em, LLVMValueRef fn, unsigned idx, const char *name) {
+static void emx_attr(emit_module *em, LLVMValueRef fn, unsigned idx, const char *name) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(em->llctx, kind, 0));
 }
 
 /* A function of type (i64, ptr, ptr, ptr, i64, i64) with noalias pointers, positioned at a
    fresh entry block. Explicit 512-bit vectors must not be split by a 256-bit preference. */
-static LLVMValueRef emm_fn_begin(emit_module *em, const char *name, int vw) {
+static LLVMValueRef emx_fn_begin(emit_module *em, const char *name, int vw) {
   LLVMTypeRef ps[6] = { em->t_i64, em->t_ptr, em->t_ptr, em->t_ptr, em->t_i64, em->t_i64 };
   LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(em->t_void, ps, 6, 0));
-  for (unsigned i = 2; i <= 4; i++) emm_attr(em, fn, i, "noalias");
-  emm_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind");
+  for (unsigned i = 2; i <= 4; i++) emx_attr(em, fn, i, "noalias");
+  emx_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind");
   char w[16];
   snprintf(w, sizeof w, "%d", vw * 32);
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
@@ -96,9 +96,9 @@ static LLVMValueRef emm_fn_begin(emit_module *em, const char *name, int vw) {
 #define EMM_MAX_ACC 32
 
 /* ukr with |rows| rows (A stride |mr|), nr = nv vectors of vw floats; see matmul_plan.h. */
-static void emm_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw) {
+static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw) {
   LLVMBuilderRef b = em->b;
-  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+  LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
   LLVMValueRef pc = LLVMGetParam(fn, 3), ldc = LLVMGetParam(fn, 4), accum = LLVMGetParam(fn, 5);
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
@@ -109,24 +109,24 @@ static void emm_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
   LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(em->llctx, fn, "add");
   LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(em->llctx, fn, "put");
   LLVMValueRef zero = LLVMConstNull(vt);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, kc, emm_i64(em, 0), ""), loop, done);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, kc, emx_i64(em, 0), ""), loop, done);
 
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, "k"), acc[EMM_MAX_ACC], nxt[EMM_MAX_ACC];
   for (int i = 0; i < nacc; i++) acc[i] = LLVMBuildPhi(b, vt, "");
   LLVMValueRef bv[8];
-  LLVMValueRef boff = LLVMBuildMul(b, k, emm_i64(em, nr), "");
+  LLVMValueRef boff = LLVMBuildMul(b, k, emx_i64(em, nr), "");
   for (int v = 0; v < nv; v++)
-    bv[v] = emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, boff, emm_i64(em, v * vw), "")));
-  LLVMValueRef aoff = LLVMBuildMul(b, k, emm_i64(em, mr), "");
+    bv[v] = emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, boff, emx_i64(em, v * vw), "")));
+  LLVMValueRef aoff = LLVMBuildMul(b, k, emx_i64(em, mr), "");
   for (int i = 0; i < rows; i++) {
-    LLVMValueRef as = emm_load(em, em->t_f32, emm_gep(em, pa, LLVMBuildAdd(b, aoff, emm_i64(em, i), "")));
-    LLVMValueRef av = emm_splat(em, as, vw);
-    for (int v = 0; v < nv; v++) nxt[i * nv + v] = emm_fma(em, av, bv[v], acc[i * nv + v]);
+    LLVMValueRef as = emx_load(em, em->t_f32, emx_gep(em, pa, LLVMBuildAdd(b, aoff, emx_i64(em, i), "")));
+    LLVMValueRef av = emx_splat(em, as, vw);
+    for (int v = 0; v < nv; v++) nxt[i * nv + v] = emx_fma(em, av, bv[v], acc[i * nv + v]);
   }
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emm_i64(em, 1), "");
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 1), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, kc, ""), loop, done);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emm_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
   for (int i = 0; i < nacc; i++)
     LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
 
@@ -137,16 +137,16 @@ static void emm_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
     fin[i] = LLVMBuildPhi(b, vt, "");
     LLVMAddIncoming(fin[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
   }
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, accum, emm_i64(em, 0), ""), add, put);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, accum, emx_i64(em, 0), ""), add, put);
   for (int pass = 0; pass < 2; pass++) {
     LLVMPositionBuilderAtEnd(b, pass ? add : put);
     for (int i = 0; i < rows; i++) {
-      LLVMValueRef row = LLVMBuildMul(b, ldc, emm_i64(em, i), "");
+      LLVMValueRef row = LLVMBuildMul(b, ldc, emx_i64(em, i), "");
       for (int v = 0; v < nv; v++) {
-        LLVMValueRef p = emm_gep(em, pc, LLVMBuildAdd(b, row, emm_i64(em, v * vw), ""));
+        LLVMValueRef p = emx_gep(em, pc, LLVMBuildAdd(b, row, emx_i64(em, v * vw), ""));
         LLVMValueRef x = fin[i * nv + v];
-        if (pass) x = LLVMBuildFAdd(b, x, emm_load(em, vt, p), "");
-        emm_store(em, x, p);
+        if (pass) x = LLVMBuildFAdd(b, x, emx_load(em, vt, p), "");
+        emx_store(em, x, p);
       }
     }
     LLVMBuildRetVoid(b);
@@ -157,7 +157,7 @@ static void emm_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
 
 /* A counted loop j = |start|; j + step <= n; j += step around |body|; returns the j after. */
 typedef void (*emm_body_fn)(emit_module *em, LLVMValueRef fn, LLVMValueRef *args, LLVMValueRef j, int arg);
-static LLVMValueRef emm_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef start,
+static LLVMValueRef emx_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef start,
                                   LLVMValueRef n, int64_t step, emm_body_fn body,
                                   LLVMValueRef *args, int arg) {
   LLVMBuilderRef b = em->b;
@@ -168,7 +168,7 @@ static LLVMValueRef emm_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, head);
   LLVMValueRef j = LLVMBuildPhi(b, em->t_i64, "j");
-  LLVMValueRef jn = LLVMBuildAdd(b, j, emm_i64(em, step), "");
+  LLVMValueRef jn = LLVMBuildAdd(b, j, emx_i64(em, step), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, jn, n, ""), bodyb, exit);
   LLVMPositionBuilderAtEnd(b, bodyb);
   body(em, fn, args, j, arg);
@@ -180,7 +180,7 @@ static LLVMValueRef emm_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef
 }
 
 /* llvm.masked.load / llvm.masked.store of a <vw x float> (lanes off in |mask| untouched). */
-static LLVMValueRef emm_masked(emit_module *em, LLVMValueRef store_val, LLVMTypeRef vt, LLVMValueRef p,
+static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMTypeRef vt, LLVMValueRef p,
                                LLVMValueRef mask) {
   const char *nm = store_val ? "llvm.masked.store" : "llvm.masked.load";
   unsigned id = LLVMLookupIntrinsicID(nm, strlen(nm));
@@ -200,29 +200,29 @@ static LLVMValueRef emm_masked(emit_module *em, LLVMValueRef store_val, LLVMType
    of a plain streaming read on one thread, blocks of columns walked down the rows at 0.92.
    Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; R = arg. */
 #define EMM_GEMV_ROWS 4
-static void emm_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int rows) {
+static void emx_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int rows) {
   LLVMTypeRef vt = LLVMTypeOf(a[EMM_GEMV_ROWS + 1]);
-  LLVMValueRef py = emm_gep(em, a[0], j), acc = emm_load(em, vt, py);
+  LLVMValueRef py = emx_gep(em, a[0], j), acc = emx_load(em, vt, py);
   for (int r = 0; r < rows; r++)
-    acc = emm_fma(em, a[1 + EMM_GEMV_ROWS + r], emm_load(em, vt, emm_gep(em, a[1 + r], j)), acc);
-  emm_store(em, acc, py);
+    acc = emx_fma(em, a[1 + EMM_GEMV_ROWS + r], emx_load(em, vt, emx_gep(em, a[1 + r], j)), acc);
+  emx_store(em, acc, py);
 }
 
-static void emm_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef k, int arg) {
+static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef k, int arg) {
   LLVMBuilderRef b = em->b;
   int rows = arg >> 8, vw = arg & 255;
   LLVMValueRef c[1 + 2 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x */
   for (int r = 0; r < rows; r++) {
-    LLVMValueRef kr = LLVMBuildAdd(b, k, emm_i64(em, r), "");
-    c[1 + r] = emm_gep(em, a[1], LLVMBuildMul(b, kr, a[3], ""));
-    c[1 + EMM_GEMV_ROWS + r] = emm_splat(em, emm_load(em, em->t_f32, emm_gep(em, a[0], kr)), vw);
+    LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
+    c[1 + r] = emx_gep(em, a[1], LLVMBuildMul(b, kr, a[3], ""));
+    c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
   }
   for (int r = rows; r < EMM_GEMV_ROWS; r++) c[1 + r] = c[1], c[1 + EMM_GEMV_ROWS + r] = c[1 + EMM_GEMV_ROWS];
-  LLVMValueRef j = emm_step_loop(em, fn, emm_i64(em, 0), a[4], vw, emm_gemv_cols, c, rows);
+  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), a[4], vw, emx_gemv_cols, c, rows);
   /* the last n % vw columns, if any */
   LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(em->llctx, fn, "gtail");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(em->llctx, fn, "gnext");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, a[5], emm_i64(em, 0), ""), tail, next);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, a[5], emx_i64(em, 0), ""), tail, next);
   LLVMPositionBuilderAtEnd(b, tail);
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   LLVMValueRef rem = LLVMBuildTrunc(b, a[5], em->t_i32, "");
@@ -230,32 +230,32 @@ static void emm_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
       b, LLVMBuildInsertElement(b, LLVMGetPoison(LLVMTypeOf(a[6])), rem, LLVMConstInt(em->t_i32, 0, 0), ""),
       LLVMGetPoison(LLVMTypeOf(a[6])), LLVMConstNull(LLVMTypeOf(a[6])), "");
   LLVMValueRef mask = LLVMBuildICmp(b, LLVMIntULT, a[6], remv, "");
-  LLVMValueRef py = emm_gep(em, a[2], j), acc = emm_masked(em, NULL, vt, py, mask);
+  LLVMValueRef py = emx_gep(em, a[2], j), acc = emx_masked(em, NULL, vt, py, mask);
   for (int r = 0; r < rows; r++)
-    acc = emm_fma(em, c[1 + EMM_GEMV_ROWS + r], emm_masked(em, NULL, vt, emm_gep(em, c[1 + r], j), mask), acc);
-  emm_masked(em, acc, vt, py, mask);
+    acc = emx_fma(em, c[1 + EMM_GEMV_ROWS + r], emx_masked(em, NULL, vt, emx_gep(em, c[1 + r], j), mask), acc);
+  emx_masked(em, acc, vt, py, mask);
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
 }
 
-static void emm_emit_gemv(emit_module *em, const char *name, int vw) {
+static void emx_emit_gemv(emit_module *em, const char *name, int vw) {
   LLVMBuilderRef b = em->b;
-  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+  LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef K = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 5);
-  LLVMValueRef rem = LLVMBuildSRem(b, n, emm_i64(em, vw), "");
+  LLVMValueRef rem = LLVMBuildSRem(b, n, emx_i64(em, vw), "");
   LLVMValueRef lanes[16];
   for (int i = 0; i < vw; i++) lanes[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
   LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
                         LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
-  LLVMValueRef k = emm_step_loop(em, fn, emm_i64(em, 0), K, EMM_GEMV_ROWS, emm_gemv_rows, a,
+  LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, EMM_GEMV_ROWS, emx_gemv_rows, a,
                                  EMM_GEMV_ROWS << 8 | vw);
-  emm_step_loop(em, fn, k, K, 1, emm_gemv_rows, a, 1 << 8 | vw);
+  emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, 1 << 8 | vw);
   LLVMBuildRetVoid(b);
 }
 #undef EMM_GEMV_ROWS
 
 /* Horizontal sum of a <vw x float> by halves (a fixed tree). */
-static LLVMValueRef emm_hsum(emit_module *em, LLVMValueRef v, int vw) {
+static LLVMValueRef emx_hsum(emit_module *em, LLVMValueRef v, int vw) {
   LLVMBuilderRef b = em->b;
   for (int w = vw / 2; w >= 1; w /= 2) {
     LLVMValueRef lo[16], hi[16];
@@ -279,34 +279,34 @@ static LLVMValueRef emm_hsum(emit_module *em, LLVMValueRef v, int vw) {
 /* y[j .. j+rows) for B transposed. Per row: two vector chains over k in steps of 2*vw
    (lanes k mod 2vw), their sum, one more chain step per remaining full vector, the tree
    sum, then the scalar tail in k order. Identical per row for any |rows|. */
-static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
+static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
   LLVMBuilderRef b = em->b;
   int rows = arg >> 8, vw = arg & 255;
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   LLVMValueRef K = a[0], x = a[1], pb = a[2], ldb = a[3], py = a[4];
   LLVMValueRef base[8];
   for (int r = 0; r < rows; r++)
-    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emm_i64(em, r), ""), ldb, "");
-  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emm_i64(em, 2 * vw), ""), emm_i64(em, 2 * vw), "");
+    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emx_i64(em, r), ""), ldb, "");
+  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emx_i64(em, 2 * vw), ""), emx_i64(em, 2 * vw), "");
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "tk");
   LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(em->llctx, fn, "tout");
   LLVMValueRef zero = LLVMConstNull(vt);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emm_i64(em, 0), ""), loop, out);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emx_i64(em, 0), ""), loop, out);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, ""), acc[16], nxt[16];
   for (int i = 0; i < 2 * rows; i++) acc[i] = LLVMBuildPhi(b, vt, "");
   for (int u = 0; u < 2; u++) {
-    LLVMValueRef ku = LLVMBuildAdd(b, k, emm_i64(em, u * vw), "");
-    LLVMValueRef xv = emm_load(em, vt, emm_gep(em, x, ku));
+    LLVMValueRef ku = LLVMBuildAdd(b, k, emx_i64(em, u * vw), "");
+    LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, ku));
     for (int r = 0; r < rows; r++) {
-      LLVMValueRef bv = emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, base[r], ku, "")));
-      nxt[2 * r + u] = emm_fma(em, xv, bv, acc[2 * r + u]);
+      LLVMValueRef bv = emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, base[r], ku, "")));
+      nxt[2 * r + u] = emx_fma(em, xv, bv, acc[2 * r + u]);
     }
   }
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emm_i64(em, 2 * vw), "");
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 2 * vw), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emm_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
   for (int i = 0; i < 2 * rows; i++)
     LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
   LLVMPositionBuilderAtEnd(b, out);
@@ -320,14 +320,14 @@ static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(em->llctx, fn, "t1");
   LLVMBasicBlockRef red = LLVMAppendBasicBlockInContext(em->llctx, fn, "tred");
   LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
-  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emm_i64(em, vw), ""), K, "");
+  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emx_i64(em, vw), ""), K, "");
   LLVMBuildCondBr(b, has1, one, red);
   LLVMPositionBuilderAtEnd(b, one);
   LLVMValueRef s1[8];
-  LLVMValueRef xv = emm_load(em, vt, emm_gep(em, x, K2));
+  LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, K2));
   for (int r = 0; r < rows; r++)
-    s1[r] = emm_fma(em, xv, emm_load(em, vt, emm_gep(em, pb, LLVMBuildAdd(b, base[r], K2, ""))), s[r]);
-  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emm_i64(em, vw), "");
+    s1[r] = emx_fma(em, xv, emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, base[r], K2, ""))), s[r]);
+  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emx_i64(em, vw), "");
   LLVMBuildBr(b, red);
   LLVMPositionBuilderAtEnd(b, red);
   LLVMValueRef kt = LLVMBuildPhi(b, em->t_i64, "");
@@ -337,7 +337,7 @@ static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
     tot[r] = LLVMBuildPhi(b, vt, "");
     LLVMAddIncoming(tot[r], (LLVMValueRef[]){ s[r], s1[r] }, (LLVMBasicBlockRef[]){ from, one }, 2);
   }
-  for (int r = 0; r < rows; r++) tot[r] = emm_hsum(em, tot[r], vw);
+  for (int r = 0; r < rows; r++) tot[r] = emx_hsum(em, tot[r], vw);
   /* scalar tail, k order */
   LLVMBasicBlockRef pre2 = LLVMGetInsertBlock(b);
   LLVMBasicBlockRef tl = LLVMAppendBasicBlockInContext(em->llctx, fn, "tt");
@@ -346,10 +346,10 @@ static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMPositionBuilderAtEnd(b, tl);
   LLVMValueRef kk = LLVMBuildPhi(b, em->t_i64, ""), ph[8], nt[8];
   for (int r = 0; r < rows; r++) ph[r] = LLVMBuildPhi(b, em->t_f32, "");
-  LLVMValueRef xs = emm_load(em, em->t_f32, emm_gep(em, x, kk));
+  LLVMValueRef xs = emx_load(em, em->t_f32, emx_gep(em, x, kk));
   for (int r = 0; r < rows; r++)
-    nt[r] = emm_fma(em, xs, emm_load(em, em->t_f32, emm_gep(em, pb, LLVMBuildAdd(b, base[r], kk, ""))), ph[r]);
-  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emm_i64(em, 1), "");
+    nt[r] = emx_fma(em, xs, emx_load(em, em->t_f32, emx_gep(em, pb, LLVMBuildAdd(b, base[r], kk, ""))), ph[r]);
+  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emx_i64(em, 1), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kk1, K, ""), tl, fin);
   LLVMAddIncoming(kk, (LLVMValueRef[]){ kt, kk1 }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
   for (int r = 0; r < rows; r++)
@@ -361,28 +361,28 @@ static void emm_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
     LLVMAddIncoming(f[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
   }
   for (int r = 0; r < rows; r++)
-    emm_store(em, f[r], emm_gep(em, py, LLVMBuildAdd(b, j, emm_i64(em, r), "")));
+    emx_store(em, f[r], emx_gep(em, py, LLVMBuildAdd(b, j, emx_i64(em, r), "")));
 }
 
-static void emm_emit_gemvt(emit_module *em, const char *name, int rows, int vw) {
-  LLVMValueRef fn = emm_fn_begin(em, name, vw);
+static void emx_emit_gemvt(emit_module *em, const char *name, int rows, int vw) {
+  LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
                         LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
   LLVMValueRef n = LLVMGetParam(fn, 5);
-  LLVMValueRef j = emm_step_loop(em, fn, emm_i64(em, 0), n, rows, emm_gemvt_body, a, rows << 8 | vw);
-  emm_step_loop(em, fn, j, n, 1, emm_gemvt_body, a, 1 << 8 | vw);
+  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), n, rows, emx_gemvt_body, a, rows << 8 | vw);
+  emx_step_loop(em, fn, j, n, 1, emx_gemvt_body, a, 1 << 8 | vw);
   LLVMBuildRetVoid(em->b);
 }
 
 /* ---- analysis and the plan -------------------------------------------------------------------- */
 
 /* The fused parameter behind |x| (through reshapes/bitcasts), or -1. */
-static int emm_param_of(const hlo_instr *x) {
+static int emx_param_of(const hlo_instr *x) {
   while (x->op == HLO_OP_RESHAPE || x->op == HLO_OP_BITCAST) x = x->operands[0];
   return x->op == HLO_OP_PARAMETER ? (int)x->index : -1;
 }
 
-static hj_status emm_unsupported(emit_module *em, const hlo_instr *dot, const char *why) {
+static hj_status emx_unsupported(emit_module *em, const hlo_instr *dot, const char *why) {
   char a[160], b[160];
   return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit matmul '%s': %s (lhs %s, rhs %s)", dot->name,
                  why, hlo_shape_str(&dot->operands[0]->shape, a, sizeof a),
@@ -390,7 +390,7 @@ static hj_status emm_unsupported(emit_module *em, const hlo_instr *dot, const ch
 }
 
 /* Fills the shape part of |p| from a canonical dot; NULL or why not. */
-static const char *emm_check_dot(const hlo_instr *d, struct emit_matmul_plan *p) {
+static const char *emx_check_dot(const hlo_instr *d, struct emit_matmul_plan *p) {
   const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
   const hlo_dot_dims *dd = &d->dot;
   if (ls->type != HLO_F32 || rs->type != HLO_F32 || d->shape.type != HLO_F32)
@@ -411,29 +411,29 @@ static const char *emm_check_dot(const hlo_instr *d, struct emit_matmul_plan *p)
 }
 
 /* The root is the dot, possibly behind reshapes/bitcasts. */
-static bool emm_root_is_dot(const hlo_comp *c, const hlo_instr *dot) {
+static bool emx_root_is_dot(const hlo_comp *c, const hlo_instr *dot) {
   const hlo_instr *r = c->root;
   while (r != dot && (r->op == HLO_OP_RESHAPE || r->op == HLO_OP_BITCAST)) r = r->operands[0];
   return r == dot;
 }
 
 /* Non-size-1 dims of |s| into |out|; their count. */
-static int emm_nontrivial(const hlo_shape *s, int64_t *out) {
+static int emx_nontrivial(const hlo_shape *s, int64_t *out) {
   int n = 0;
   for (int d = 0; d < s->rank; d++)
     if (s->dims[d] != 1) out[n++] = s->dims[d];
   return n;
 }
 
-static bool emm_same_nontrivial(const hlo_shape *a, const hlo_shape *b) {
+static bool emx_same_nontrivial(const hlo_shape *a, const hlo_shape *b) {
   int64_t da[HLO_MAX_RANK], db[HLO_MAX_RANK];
-  int na = emm_nontrivial(a, da), nb = emm_nontrivial(b, db);
+  int na = emx_nontrivial(a, da), nb = emx_nontrivial(b, db);
   return na == nb && !memcmp(da, db, sizeof(int64_t) * (size_t)na);
 }
 
 /* Every use of |x| in |c| (transitively, up to the root) is elementwise or a reshape/bitcast
    on the dot's non-size-1 dims: the dot is read only at the output element's own index. */
-static bool emm_epilogue_ok(const hlo_comp *c, const hlo_instr *x, const hlo_shape *ds, int depth) {
+static bool emx_epilogue_ok(const hlo_comp *c, const hlo_instr *x, const hlo_shape *ds, int depth) {
   if (depth > 64) return false;
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
     const hlo_instr *u = c->instrs[i];
@@ -442,36 +442,36 @@ static bool emm_epilogue_ok(const hlo_comp *c, const hlo_instr *x, const hlo_sha
     if (!uses) continue;
     bool ok = (hlo_op_is_elementwise(u) || u->op == HLO_OP_RESHAPE ||
                (u->op == HLO_OP_BITCAST && hlo_shape_layout_is_default(&u->shape))) &&
-              hlo_shape_is_array(&u->shape) && emm_same_nontrivial(&u->shape, ds);
-    if (!ok || !emm_epilogue_ok(c, u, ds, depth + 1)) return false;
+              hlo_shape_is_array(&u->shape) && emx_same_nontrivial(&u->shape, ds);
+    if (!ok || !emx_epilogue_ok(c, u, ds, depth + 1)) return false;
   }
   return true;
 }
 
 /* Why the fusion's root cannot be handled (NULL: it can); *epi: an epilogue is needed. */
-static const char *emm_check_root(const hlo_comp *c, const hlo_instr *dot, bool *epi) {
+static const char *emx_check_root(const hlo_comp *c, const hlo_instr *dot, bool *epi) {
   *epi = false;
-  if (emm_root_is_dot(c, dot)) return NULL;
+  if (emx_root_is_dot(c, dot)) return NULL;
   if (!hlo_shape_is_array(&c->root->shape) || c->root->shape.type != HLO_F32)
     return "epilogue root is not an f32 array";
-  if (!emm_same_nontrivial(&c->root->shape, &dot->shape) || !emm_epilogue_ok(c, dot, &dot->shape, 0))
+  if (!emx_same_nontrivial(&c->root->shape, &dot->shape) || !emx_epilogue_ok(c, dot, &dot->shape, 0))
     return "the ops after the dot are not an elementwise epilogue";
   *epi = true;
   return NULL;
 }
 
 /* NAME.epi: out[t] = root(dot = out[t]) for t in [begin, end), one row of C (see top). */
-static hj_status emm_emit_epilogue(emit_module *em, const hlo_instr *fusion, const hlo_instr *dot,
+static hj_status emx_emit_epilogue(emit_module *em, const hlo_instr *fusion, const hlo_instr *dot,
                                    const struct emit_matmul_plan *p, const char *name) {
   emit_fn f;
   hj_status st = emit_kernel_begin(&f, em, name, fusion, false);
   if (st) return st;
   LLVMBuilderRef b = em->b;
   const hlo_instr *root = f.comp->root;
-  LLVMValueRef row = LLVMBuildSDiv(b, f.begin, emm_i64(em, p->N), "row");
-  LLVMValueRef rowbase = LLVMBuildMul(b, row, emm_i64(em, p->N), "");
-  LLVMValueRef bi = LLVMBuildSDiv(b, row, emm_i64(em, p->M), "b");
-  LLVMValueRef mi = LLVMBuildSub(b, row, LLVMBuildMul(b, bi, emm_i64(em, p->M), ""), "m");
+  LLVMValueRef row = LLVMBuildSDiv(b, f.begin, emx_i64(em, p->N), "row");
+  LLVMValueRef rowbase = LLVMBuildMul(b, row, emx_i64(em, p->N), "");
+  LLVMValueRef bi = LLVMBuildSDiv(b, row, emx_i64(em, p->M), "b");
+  LLVMValueRef mi = LLVMBuildSub(b, row, LLVMBuildMul(b, bi, emx_i64(em, p->M), ""), "m");
   emit_loop l;
   emit_loop_begin(&f, &l, f.begin, f.end, 1, "epi");
   LLVMValueRef nj = LLVMBuildSub(b, l.iv, rowbase, "n");
@@ -483,7 +483,7 @@ static hj_status emm_emit_epilogue(emit_module *em, const hlo_instr *fusion, con
     if (bmn_dims[d] != 1) nt[nnt++] = bmn[d];
   emit_index idx = { .rank = root->shape.rank };
   for (int d = 0, k = 0; d < root->shape.rank; d++)
-    idx.v[d] = root->shape.dims[d] == 1 ? emm_i64(em, 0) : nt[k++];
+    idx.v[d] = root->shape.dims[d] == 1 ? emx_i64(em, 0) : nt[k++];
   f.override_ins = dot;
   f.override_val = emit_load_elem(&f, HLO_F32, f.outs[0], l.iv);
   LLVMValueRef v = emit_elemental(&f, root, &idx);
@@ -493,7 +493,7 @@ static hj_status emm_emit_epilogue(emit_module *em, const hlo_instr *fusion, con
 }
 
 /* Register and cache blocking for the host's vector width (floats per register |vw|). */
-static void emm_choose_blocking(struct emit_matmul_plan *p, int vw) {
+static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
   p->vw = vw;
   if (vw >= 16) {            /* AVX-512: 32 zmm -> 8 x 3 vectors = 24 accumulators */
     p->mr = 8;
@@ -544,17 +544,17 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
   if (!hero || hero->op != HLO_OP_DOT)
     return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit matmul '%s': hero is not a dot", fusion->name);
   struct emit_matmul_plan tmp = { 0 };
-  const char *why = emm_check_dot(hero, &tmp);
+  const char *why = emx_check_dot(hero, &tmp);
   bool epi = false;
-  if (!why) why = emm_check_root(c, hero, &epi);
-  tmp.lhs_buf = emm_param_of(hero->operands[0]);
-  tmp.rhs_buf = emm_param_of(hero->operands[1]);
+  if (!why) why = emx_check_root(c, hero, &epi);
+  tmp.lhs_buf = emx_param_of(hero->operands[0]);
+  tmp.rhs_buf = emx_param_of(hero->operands[1]);
   if (!why && (tmp.lhs_buf < 0 || tmp.rhs_buf < 0)) why = "an operand is computed inside the fusion";
-  if (why) return emm_unsupported(em, hero, why);
+  if (why) return emx_unsupported(em, hero, why);
   tmp.out_buf = (int)arrlen(c->params);
   int vw = em->target.vector_bytes / 4;
   if (vw < 4) vw = 4;
-  emm_choose_blocking(&tmp, vw > 16 ? 16 : vw);
+  emx_choose_blocking(&tmp, vw > 16 ? 16 : vw);
 
   struct emit_matmul_plan *p = calloc(1, sizeof *p);
   if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "emit matmul '%s': out of memory", fusion->name);
@@ -565,23 +565,23 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
   const char *pre = em->shared_prefix[0] ? em->shared_prefix : name;
   snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d_%dx%d", pre, p->mr, p->mr, p->nr);
   if (!LLVMGetNamedFunction(em->mod, p->ukr_name[0]))
-    emm_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
+    emx_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
   if (p->m_rem) {
     snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d_%dx%d", pre, p->m_rem, p->mr, p->nr);
     if (!LLVMGetNamedFunction(em->mod, p->ukr_name[1]))
-      emm_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
+      emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
   }
   if (p->use_gemv) {
     snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d", pre, p->rhs_transposed ? "t" : "",
              p->rhs_transposed ? p->gemv_cols : p->vw);
     if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
-      if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
-      else emm_emit_gemv(em, p->gemv_name, p->vw);
+      if (p->rhs_transposed) emx_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
+      else emx_emit_gemv(em, p->gemv_name, p->vw);
     }
   }
   if (epi) {
     snprintf(p->epi_name, sizeof p->epi_name, "%s.epi", name);
-    hj_status st = emm_emit_epilogue(em, fusion, hero, p, p->epi_name);
+    hj_status st = emx_emit_epilogue(em, fusion, hero, p, p->epi_name);
     if (st) {
       free(p);
       return st;

@@ -39,7 +39,7 @@
      The order depends only on K and W (compile-time constants), never on [begin, end), so
      every thread count gives the same bits. The lanes are used only when reassociating is
      legal: a reducer that is exactly add/multiply/maximum/minimum/and/or of its two
-     parameters (hlo_evo_binary_reducer), reduced dims the minor-most ones, K >= W, and the
+     parameters (hlo_binary_reducer), reduced dims the minor-most ones, K >= W, and the
      type an integer or pred (exact: wrap-around arithmetic is associative), or f32/f64
      (add/multiply: results differ from the evaluator's sequential order by rounding, about
      eps * sqrt(K) relative to the sum of |x|; maximum/minimum: exact except possibly the
@@ -171,7 +171,7 @@ static unsigned red_mask(red_plan *p, const hlo_instr *ins) {
 static int red_lanes(const emit_module *em, red_hero *h, bool row) {
   bool sw = false;
   if (!row || h->n != 1) return 1;
-  hlo_opcode op = hlo_evo_binary_reducer(h->ins->calls[0], h->types[0], &sw);
+  hlo_opcode op = hlo_binary_reducer(h->ins->calls[0], h->types[0], &sw);
   h->op = op, h->swapped = sw;
   if (op == HLO_OP_COUNT) return 1;
   hlo_type t = h->types[0];

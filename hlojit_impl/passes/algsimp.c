@@ -15,7 +15,7 @@
    bitcast user or the entry's root reads the layout); alg_same enforces it.
    "Constant c" below means a constant whose every element is c, or a broadcast of such a
    scalar constant. */
-#include "../internal.h"
+#include "passes.h"
 #include <math.h>
 
 typedef struct alg_rule {

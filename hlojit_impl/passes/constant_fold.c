@@ -5,8 +5,10 @@
    operands: nothing to fold, and an iota is cheaper than its constant), broadcast (a
    broadcast constant is cheaper than its expansion, and fusion takes it into its users),
    while (may run long), tuple (tuple simplification takes those apart). The IR has no op
-   with side effects. The evaluator (the oracle of every backend) computes the value, so
-   the folded constant holds exactly the bits the instruction would have produced.
+   with side effects. The evaluator (the oracle of every backend; reached through the
+   pc->eval hook, so that passes do not depend on eval/) computes the value, so the folded
+   constant holds exactly the bits the instruction would have produced. No hook: nothing
+   is folded.
 
    How: a throw-away module holds one computation listing the constant operands (the
    original instructions, not copies: the evaluator only reads them) and a clone of the
@@ -14,7 +16,7 @@
    result becomes a new constant placed just before the instruction, taking its uses.
    A failed evaluation (an op the evaluator rejects) leaves the instruction alone and the
    context's error message as it was. */
-#include "../internal.h"
+#include "passes.h"
 
 #define CF_MAX_ELEMS 1024
 
@@ -35,7 +37,7 @@ static bool cf_candidate(const hlo_instr *ins) {
 }
 
 /* The value of |ins| (operands constants); NULL when the evaluator could not make it. */
-static hlo_literal *cf_eval(hlo_module *m, hlo_instr *ins) {
+static hlo_literal *cf_eval(hlo_pass_ctx *pc, hlo_module *m, hlo_instr *ins) {
   hj_ctx_t *ctx = m->ctx;
   hlo_module *tmp = hlo_module_new(ctx, "constant_fold");
   if (!tmp) return NULL;
@@ -53,14 +55,14 @@ static hlo_literal *cf_eval(hlo_module *m, hlo_instr *ins) {
       hlo_comp_set_root(c, r);
       tmp->entry = c;
       c->is_entry = true;
-      if (hlo_eval_computation(ctx, c, NULL, 0, &out) != HJ_OK) out = NULL;
+      if (pc->eval(ctx, c, NULL, 0, &out) != HJ_OK) out = NULL;
     }
   }
   hlo_module_free(tmp);
   return out;
 }
 
-static bool cf_comp(hlo_comp *c) {
+static bool cf_comp(hlo_pass_ctx *pc, hlo_comp *c) {
   hlo_module *m = c->module;
   bool any = false;
   ptrdiff_t n = arrlen(c->instrs);
@@ -71,7 +73,7 @@ static bool cf_comp(hlo_comp *c) {
     hj_status last = m->ctx ? m->ctx->last : HJ_OK;
     char err[sizeof m->ctx->err];
     if (m->ctx) memcpy(err, m->ctx->err, sizeof err);
-    hlo_literal *v = cf_eval(m, ins);
+    hlo_literal *v = cf_eval(pc, m, ins);
     if (!v) {                                   /* not foldable: forget the evaluator's error */
       if (m->ctx) {
         m->ctx->last = last;
@@ -93,7 +95,7 @@ static bool cf_comp(hlo_comp *c) {
 
 hj_status hlo_pass_constant_fold(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
-  for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) any |= cf_comp(m->comps[ci]);
+  for (ptrdiff_t ci = 0; pc->eval && ci < arrlen(m->comps); ci++) any |= cf_comp(pc, m->comps[ci]);
   *changed = any;
   return HJ_OK;
 }

@@ -12,7 +12,7 @@
    instructions by hash, compare with each candidate exactly; on a match replace all uses
    by the candidate (the duplicate is left for DCE), else make it canonical. One sweep
    reaches the fixed point: a merge only makes later instructions more alike. */
-#include "../internal.h"
+#include "passes.h"
 
 static uint64_t cse_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

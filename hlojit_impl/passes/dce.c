@@ -6,7 +6,7 @@
    Computations: a depth-first walk of called computations from the entry; the ones it
    does not reach are dropped from m->comps (their memory stays in the arena, which is
    freed with the module). */
-#include "../internal.h"
+#include "passes.h"
 #include <stdlib.h>
 
 static void dce_mark_comp(const hlo_comp *c, const hlo_comp ***seen) {

@@ -31,7 +31,7 @@
    Invariants: every new instruction is placed right before the old dot, so the text order
    stays topological; uses of the dot (and the root) move to its replacement; the old dot
    is removed from the computation. */
-#include "../internal.h"
+#include "passes.h"
 
 typedef struct dcn_side {
   int perm[HLO_MAX_RANK];       /* operand dims in canonical order */

@@ -22,7 +22,7 @@
    D = d has one user G; d's parameter reaches G's root through add, multiply, tanh, ...
    all on [64,3072]: G absorbs d and becomes
        G = f32[64,3072] fusion(x, w, b), kind=kOutput   // dot hero + bias + GELU epilogue */
-#include "../internal.h"
+#include "passes.h"
 
 static int64_t epi_nontrivial(const hlo_shape *s, int64_t *out) {
   int64_t n = 0;
@@ -108,7 +108,7 @@ static bool epi_fold_side(hlo_module *m, const hlo_instr *t, hlo_ints *bat, hlo_
   const int64_t *perm = t->dims.v;   /* transposed dim i = operand dim perm[i] */
   int64_t last = -1;
   for (int i = 0; i < rank; i++) {
-    if (hlo_si_has(*bat, i) || hlo_si_has(*con, i)) continue;
+    if (hlo_ints_has(*bat, i) || hlo_ints_has(*con, i)) continue;
     if (perm[i] <= last) return false;
     last = perm[i];
   }

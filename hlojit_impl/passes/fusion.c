@@ -46,7 +46,7 @@
    and mb join F; m's single user F already has a reduce hero: m stays.
    Result: two kernels, m = reduce-max(x) and F = {sum(exp(x - mb)), exp(..)/broadcast(sum)}.
    Env: HLOJIT_FUSION_ROW_NORM=0 turns the row-normalisation epilogue off. */
-#include "../internal.h"
+#include "passes.h"
 #include <stdlib.h>
 
 #define FUS_BYTES_PER_NS 20.0   /* memory bandwidth a kernel sees */
@@ -303,7 +303,7 @@ static bool fus_is_row(const fus_rcx *r, const hlo_shape *s) {
    the operand's non-1 dims land exactly on the kept (non-reduced) non-1 dims. */
 static bool fus_row_broadcast(const fus_rcx *r, const hlo_instr *b) {
   const hlo_shape *in = &r->red->operands[0]->shape, *o = &b->operands[0]->shape;
-  if (!r->row_norm || !hlo_si_same_dims(&b->shape, in)) return false;
+  if (!r->row_norm || !hlo_same_dims(&b->shape, in)) return false;
   int64_t last = -1;
   int nmap = 0;
   for (int i = 0; i < b->dims.n; i++) {
@@ -311,12 +311,12 @@ static bool fus_row_broadcast(const fus_rcx *r, const hlo_instr *b) {
     if (d <= last) return false;
     last = d;
     if (o->dims[i] == 1) continue;
-    if (hlo_si_has(r->red->dims, d) || o->dims[i] != in->dims[d]) return false;
+    if (hlo_ints_has(r->red->dims, d) || o->dims[i] != in->dims[d]) return false;
     nmap++;
   }
   int kept = 0;
   for (int d = 0; d < in->rank; d++)
-    if (!hlo_si_has(r->red->dims, d) && in->dims[d] != 1) kept++;
+    if (!hlo_ints_has(r->red->dims, d) && in->dims[d] != 1) kept++;
   return nmap == kept;
 }
 
@@ -355,9 +355,9 @@ static bool fus_epilogue_ok(const hlo_instr *f, const hlo_instr *p, const hlo_in
   r.nrow = fus_nontrivial(&red->shape, r.row);
   int rank = red->operands[0]->shape.rank, nd = red->dims.n;
   r.row_norm = fus_row_norm_enabled();
-  for (int i = 0; i < nd; i++) r.row_norm &= hlo_si_has(red->dims, rank - nd + i);
+  for (int i = 0; i < nd; i++) r.row_norm &= hlo_ints_has(red->dims, rank - nd + i);
   fus_state st = fus_is_row(&r, &p->shape) ? FUS_ROW : FUS_FULL;
-  if (st == FUS_FULL && !hlo_si_same_dims(&p->shape, &red->operands[0]->shape)) return false;
+  if (st == FUS_FULL && !hlo_same_dims(&p->shape, &red->operands[0]->shape)) return false;
   for (int k = 0; k < f->noperands; k++)
     if (f->operands[k] == p && !fus_epi_walk(&r, fc, fc->params[k], st)) return false;
   return true;

@@ -53,7 +53,7 @@
    m->comps just before the one they were split from; names are made unique with the
    module's next id. The result computes the same values, bit for bit (same ops, same
    order; only where a value lives changes). */
-#include "../internal.h"
+#include "passes.h"
 
 #define FSP_MAX_INDICES 8
 #define FSP_MAX_INDEX_ONLY 64

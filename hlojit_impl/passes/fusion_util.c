@@ -18,27 +18,9 @@
                                      e = exponential(p1); ROOT r = add(e, p0)
    a stays in c: the caller removes it once nothing uses it. A producer that is itself a
    fusion is merged the same way, instruction by instruction, its root taking p0's place. */
-#include "../internal.h"
+#include "passes.h"
 
 /* ---- queries ------------------------------------------------------------------------------- */
-
-bool hlo_op_is_elementwise(const hlo_instr *ins) {
-  if (!hlo_shape_is_array(&ins->shape)) return false;
-  switch (hlo_opcode_kind(ins->op)) {
-  case HLO_KIND_UNARY: case HLO_KIND_BINARY: return true;
-  default: break;
-  }
-  switch (ins->op) {
-  case HLO_OP_SELECT: case HLO_OP_CLAMP: case HLO_OP_COMPARE: case HLO_OP_CONVERT:
-  case HLO_OP_COPY:
-    return true;
-  case HLO_OP_BITCAST_CONVERT:
-    return ins->noperands == 1 &&
-           hlo_type_size(ins->operands[0]->shape.type) == hlo_type_size(ins->shape.type);
-  default:
-    return false;
-  }
-}
 
 /* A transpose that moves data (not only size-1 dims). */
 bool hlo_transpose_is_real(const hlo_instr *t) {

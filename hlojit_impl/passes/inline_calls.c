@@ -12,7 +12,7 @@
        the copies take %r's place in C's text order (so the order stays topological).
    Computations that nothing calls any more are removed at the end (pass_dce's
    reachability sweep). Literals are copied, so nothing is shared between C and F. */
-#include "../internal.h"
+#include "passes.h"
 #include <stdlib.h>
 
 /* Inlines |call| (an instruction of |c|); the new instructions are appended to c->instrs. */

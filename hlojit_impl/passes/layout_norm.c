@@ -13,7 +13,7 @@
         y = f32[2,3]{0,1} copy(f32[2,3]{1,0} x)
         -> t = f32[3,2]{1,0} transpose(x), dimensions={1,0};  y' = f32[2,3]{0,1} bitcast(t)
    Both replace the instruction's uses (root included); DCE removes the old ones. */
-#include "../internal.h"
+#include "passes.h"
 
 static bool ln_default(const hlo_shape *s) {
   return !s->has_layout || hlo_shape_layout_is_default(s);

@@ -5,8 +5,9 @@
    HLOJIT_DUMP_TO=DIR leaves one HLO text file per pass, numbered in run order:
      DIR/000.input.txt, DIR/001.inline-calls.txt, DIR/002.tuple-simplify.txt, ...
    (diff two neighbours to see what a pass did). The verifier runs after every pass in
-   debug builds (NDEBUG not defined) and whenever pc->verify_each is set. */
-#include "../internal.h"
+   debug builds (NDEBUG not defined) and whenever pc->verify_each is set. The text comes
+   from the pc->print hook (the runtime gives the printer): passes do not know text/. */
+#include "passes.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -36,7 +37,7 @@ static bool pas_mkdirs(const char *dir) {
 }
 
 hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m) {
-  if (!pc->dump_dir) return HJ_OK;
+  if (!pc->dump_dir || !pc->print) return HJ_OK;
   int seq = pc->dump_seq++;
   if (!pas_mkdirs(pc->dump_dir))
     return hj__err(pc->ctx, HJ_ERR_IO, "dump after pass '%s': cannot create directory '%s'",
@@ -44,7 +45,7 @@ hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m)
   char path[4200];
   snprintf(path, sizeof path, "%s/%03d.%s.txt", pc->dump_dir, seq, name);
   char *text = NULL;
-  hj_status st = hlo_print_module(m, &text);
+  hj_status st = pc->print(m, &text);
   if (st != HJ_OK) return st;
   FILE *f = fopen(path, "wb");
   if (!f) {
@@ -71,7 +72,7 @@ hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_m
 #endif
   if (verify && (st = hlo_verify_module(m)) != HJ_OK) {
     char msg[sizeof m->ctx->err];
-    snprintf(msg, sizeof msg, "%s", m->ctx ? hj_ctx_error(m->ctx) : "");
+    snprintf(msg, sizeof msg, "%s", m->ctx ? m->ctx->err : "");
     hj__err(m->ctx, HJ_ERR_INTERNAL, "after pass '%s': %s", name, msg);
     hlo_pass_dump(pc, name, m);        /* the broken module, for the bug report */
     return HJ_ERR_INTERNAL;

@@ -5,7 +5,7 @@
 
    Backends add their own steps around it (the CPU backend: dot canonicalisation before,
    single-op wrapping of what fusion left and scheduling after). */
-#include "../internal.h"
+#include "passes.h"
 
 /* Adapters: passes written against the older `pass_NAME(module, &changed)` form. */
 hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {

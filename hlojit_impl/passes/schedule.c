@@ -28,7 +28,7 @@
    a (gain -4K), then ra (frees a: gain 0) rather than b or c (-4K each), then b, rb
    (frees b), s1 (frees ra and rb: +4K), c, rc, s: at most three 4 KiB values are live
    at once, peak 12 KiB. */
-#include "../internal.h"
+#include "passes.h"
 #include <stdlib.h>
 
 typedef struct { const hlo_instr *key; int value; } sch_pos;

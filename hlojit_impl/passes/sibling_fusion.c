@@ -26,7 +26,7 @@
    both read x (196 KiB), both reduce f32[64,768] over {1}, neither reaches the other:
        M = (f32[64], f32[64]) fusion(x), kind=kInput   // ROOT tuple(r1, r2)
        s1 = get-tuple-element(M), index=0;  s2 = get-tuple-element(M), index=1 */
-#include "../internal.h"
+#include "passes.h"
 
 #define SIB_MIN_BYTES 256
 #define SIB_MAX_OPERANDS 60
@@ -74,7 +74,7 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
         return false;
       if (y->op == HLO_OP_REDUCE) {
         if (!hlo_shape_is_array(&y->shape)) return false;
-        if (red && (!hlo_si_same_dims(&y->operands[0]->shape, &red->operands[0]->shape) ||
+        if (red && (!hlo_same_dims(&y->operands[0]->shape, &red->operands[0]->shape) ||
                     y->dims.n != red->dims.n ||
                     memcmp(y->dims.v, red->dims.v, sizeof(int64_t) * (size_t)y->dims.n)))
           return false;
@@ -93,11 +93,11 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
   int n = sib_leaves(x, lv);
   if (n == 0) return false;
   for (int i = 0; i < n; i++)
-    if (!hlo_shape_is_array(&lv[i]->shape) || !hlo_si_same_dims(&lv[i]->shape, &lv[0]->shape))
+    if (!hlo_shape_is_array(&lv[i]->shape) || !hlo_same_dims(&lv[i]->shape, &lv[0]->shape))
       return false;
   s->out = lv[0]->shape;
   if (red) {
-    if (!hlo_si_same_dims(&red->shape, &s->out)) return false;   /* row-norm: skip */
+    if (!hlo_same_dims(&red->shape, &s->out)) return false;   /* row-norm: skip */
     s->reduce = true;
     s->in = red->operands[0]->shape;
     s->nrdims = red->dims.n;
@@ -107,9 +107,9 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
 }
 
 static bool sib_same(const sib_sig *a, const sib_sig *b) {
-  if (a->reduce != b->reduce || !hlo_si_same_dims(&a->out, &b->out)) return false;
+  if (a->reduce != b->reduce || !hlo_same_dims(&a->out, &b->out)) return false;
   if (!a->reduce) return true;
-  return hlo_si_same_dims(&a->in, &b->in) && a->nrdims == b->nrdims &&
+  return hlo_same_dims(&a->in, &b->in) && a->nrdims == b->nrdims &&
          !memcmp(a->rdims, b->rdims, sizeof(int64_t) * (size_t)a->nrdims);
 }
 

@@ -7,7 +7,7 @@
    must have exactly the instruction's shape, layouts included: layouts are part of what a
    root or a bitcast user means. The order stays topological (replacements are operands,
    which come earlier). */
-#include "../internal.h"
+#include "passes.h"
 
 static hlo_instr *ts_gte_of_tuple(hlo_instr *ins) {
   hlo_instr *t = ins->operands[0];

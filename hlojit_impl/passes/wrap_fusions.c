@@ -21,7 +21,7 @@
    An operand used twice becomes one fusion operand (one buffer for the kernel). reduce
    gets kind=kInput, dot kind=kOutput, everything else kLoop. The fused computation is
    placed in m->comps just before the computation that uses it (callees first). */
-#include "../internal.h"
+#include "passes.h"
 
 static bool wf_keep(const hlo_instr *ins) {
   switch (ins->op) {

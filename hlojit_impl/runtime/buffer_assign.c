@@ -34,7 +34,7 @@
    Worked example (f32[1024] = 4 KiB each):  a = f(p); b = g(a); c = h(b); ROOT d = k(c)
      a -> [0,4K)  (i=0); b -> [4K,8K) then a released (i=1); c -> [0,4K) then b released;
      d -> output 0.  Peak arena: 8 KiB (12 KiB without reuse). */
-#include "../internal.h"
+#include "runtime.h"
 #include <stdlib.h>
 
 #define BA_ALIGN 64

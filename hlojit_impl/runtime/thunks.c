@@ -1,16 +1,16 @@
-/* runtime/thunks.c — running and printing thunk sequences (runtime/thunks.h).
+/* runtime/thunks.c — running and printing thunk sequences (runtime/runtime.h).
 
    A run of a program is a frame {program, input pointers, output pointers}; every ba_loc
    of a thunk resolves against it (th_ptr). Thunks run in order on the calling thread;
-   kernels split their parallel range over the pool (static chunks: the same split for
-   the same thread count, and the emitters guarantee the same bits for any split).
+   kernel and matmul thunks go to the backend's hooks (the CPU backend splits a kernel's
+   parallel range over its pool; the emitters guarantee the same bits for any split).
 
    Evaluator fallback: the fused computation's parameters are literal views of the operand
    leaves (tuple operands become tuple views over consecutive leaves); the evaluator never
    writes its arguments, and its result leaves are copied into the output leaves, so an
    output that aliases operand 0 (in-place dynamic-update-slice) is fine too. */
-#include "thunks.h"
-#include "../../backends/cpu/threadpool.h"
+#include "runtime.h"
+#include "../eval/eval.h"
 #include <stdlib.h>
 
 typedef struct th_frame {
@@ -76,13 +76,6 @@ void th_program_free(hj_ctx_t *ctx, th_program *p) {
 }
 
 /* ---- kernels ------------------------------------------------------------------------------ */
-
-typedef struct { th_kernel_fn fn; void **bufs; } th_call;
-
-static void th_trampoline(void *user, int64_t b, int64_t e) {
-  th_call *c = user;
-  c->fn(c->bufs, b, e);
-}
 
 /* The kernel's pointer table, resolved in frame |f| (runs of one program never overlap:
    the backend serialises runs of an executable, so the table is reused). */
@@ -203,13 +196,12 @@ hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *c
     case TH_KERNEL:
       if (t->parallel_n <= 0) break;
       if ((st = th_bufs(&f, t, &bufs)) != HJ_OK) break;
-      th_call c = { t->fn, bufs };
-      tp_parallel_for(rt->pool, t->parallel_n, t->grain, th_trampoline, &c);
+      st = rt->kernel(rt->ud, t, bufs);
       break;
     case TH_MATMUL:
       if ((st = th_bufs(&f, t, &bufs)) != HJ_OK) break;
-      if (!rt->matmul_run) st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "matmul thunk without a driver");
-      else rt->matmul_run(t->matmul, bufs, rt->pool, rt->matmul_scratch);
+      st = rt->matmul ? rt->matmul(rt->ud, t, bufs)
+                      : hj__err(rt->ctx, HJ_ERR_INTERNAL, "matmul thunk without a driver");
       break;
     case TH_COPY: {
       void *src = th_ptr(&f, &t->args[0]), *dst = th_ptr(&f, &t->outs[0]);

@@ -57,7 +57,7 @@ static inline void ftu_free_args(hlo_literal **args, int n) {
 /* The optimising pipeline: hlo_run_pipeline (fusion passes on) then the scheduler. */
 static inline hj_status ftu_optimize(hlo_module *m) {
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, ftu_ctx);
+  rt_pass_ctx_init(&pc, ftu_ctx);
   pc.dump_dir = NULL;
   pc.verify_each = true;
   hlo_pipeline_options opt;
@@ -80,7 +80,7 @@ static inline hj_status ftu_canon_optimize(hlo_module *m) {
 /* The fusion passes alone (no simplification), then the scheduler. */
 static inline hj_status ftu_fuse_only(hlo_module *m) {
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, ftu_ctx);
+  rt_pass_ctx_init(&pc, ftu_ctx);
   pc.dump_dir = NULL;
   pc.verify_each = true;
   bool ch = false;

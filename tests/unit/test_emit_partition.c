@@ -117,7 +117,7 @@ static int tp_max_tuples;   /* over the fusions of the last tp_split_checked */
 static int tp_split_checked(hlo_module *orig, bool *changed) {
   hlo_module *m = hlo_module_clone(orig);
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, tp_interp);
+  rt_pass_ctx_init(&pc, tp_interp);
   pc.dump_dir = NULL;
   CHECK_OK(tp_interp, hlo_run_pipeline(&pc, m, NULL));
   CHECK_OK(tp_interp, pass_fusion_split(m, changed));

@@ -395,7 +395,7 @@ static int rn_check_pipeline(const char *name, double lo, double hi, double rtol
   hlo_module *m = rn_parse(t);
   free(t);
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, rn.ctx);
+  rt_pass_ctx_init(&pc, rn.ctx);
   pc.dump_dir = NULL;
   CHECK_OK(rn.ctx, hlo_run_pipeline(&pc, m, NULL));
   int nred = 0;
@@ -449,7 +449,7 @@ static const hlo_instr *rn_rownorm_fusion(hlo_module *m) {
   for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++) {
     const hlo_instr *f = m->entry->instrs[i];
     if (f->op == HLO_OP_FUSION && rn_has_reduce(f->calls[0]) &&
-        hlo_si_same_dims(&f->shape, &m->entry->root->shape))
+        hlo_same_dims(&f->shape, &m->entry->root->shape))
       return f;
   }
   fail_msg("no row normalisation fusion");
@@ -463,7 +463,7 @@ static void test_bench(void **state) {
     hlo_module *m = rn_parse(t), *whole = rn_parse(t);
     free(t);
     hlo_pass_ctx pc;
-    hlo_pass_ctx_init(&pc, rn.ctx);
+    rt_pass_ctx_init(&pc, rn.ctx);
     pc.dump_dir = NULL;
     CHECK_OK(rn.ctx, hlo_run_pipeline(&pc, m, NULL));
     const hlo_instr *f = rn_rownorm_fusion(m), *w = rn_wrap(whole, whole->entry);

@@ -121,7 +121,7 @@ static void tf_peak(const char *path, const char *what) {
   hlo_module *orig = ftu_parse_file(path);
   if (!orig) fail_msg("%s: %s", path, hj_ctx_error(ftu_ctx));
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, ftu_ctx);
+  rt_pass_ctx_init(&pc, ftu_ctx);
   pc.dump_dir = NULL;
   bool ch = false;
   CHECK_OK(ftu_ctx, hlo_pass_inline_calls(&pc, orig, &ch));   /* calls hide instructions */

@@ -1,4 +1,4 @@
-/* test_parse.c — the HLO text parser (hlo_lex.c, hlo_parse.c, hlo_parse_attrs.c).
+/* test_parse.c — the HLO text parser (text/lex.c, parse.c, parse_attrs.c).
 
    What is checked, and against what:
    - every module of XLA's own test suites in ../shared/hlo-corpus (and golden/) parses,

@@ -1,5 +1,5 @@
 /* test_passes.c — the HLO pass pipeline (passes/) and the IR editing utilities
-   (ir_edit.c).
+   (ir/edit.c).
 
    Each rewrite rule: a small module, the pass, then (1) the printed entry root line checked
    against the expected text, (2) the evaluator on the rewritten module checked bit for bit
@@ -119,7 +119,7 @@ static hlo_module *tp_pass(const char *text, hlo_pass_fn fn, const char *want) {
   hlo_module *orig = tp_parse(text), *m = hlo_module_clone(orig);
   assert_non_null(m);
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, tp_ctx);
+  rt_pass_ctx_init(&pc, tp_ctx);
   pc.dump_dir = NULL;
   pc.verify_each = true;
   bool ch = false;
@@ -281,7 +281,7 @@ static void test_cse(void **state) {
   assert_int_equal(tp_count_op(m->entry, HLO_OP_ADD), 3);
   assert_int_equal(tp_count_op(m->entry, HLO_OP_PARAMETER), 2);
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, tp_ctx);
+  rt_pass_ctx_init(&pc, tp_ctx);
   bool ch = true;
   CHECK_OK(tp_ctx, hlo_pass_cse(&pc, m, &ch));
   assert_false(ch);
@@ -321,7 +321,7 @@ static void test_layout_norm(void **state) {
   hlo_module_free(m);
 }
 
-/* ---- ir_edit.c ------------------------------------------------------------------------------ */
+/* ---- ir/edit.c ------------------------------------------------------------------------------ */
 
 static void test_ir_edit(void **state) {
   hlo_module *m = tp_parse("HloModule m\nunused {\n ROOT z = f32[] constant(0)\n}\n"
@@ -415,7 +415,7 @@ static void tp_pipeline_file(const char *path, void *user) {
   hlo_module *m = hlo_module_clone(orig);
   assert_non_null(m);
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, tp_ctx);
+  rt_pass_ctx_init(&pc, tp_ctx);
   pc.dump_dir = NULL;
   pc.verify_each = true;
   hlo_pipeline_options opt;
@@ -466,7 +466,7 @@ static void test_pipeline_dumps(void **state) {
   hlo_module *m = tp_parse(TP_MOD("a = f32[4] parameter(0)\n n = f32[4] negate(a)\n"
                                   " ROOT r = f32[4] negate(n)\n"));
   hlo_pass_ctx pc;
-  hlo_pass_ctx_init(&pc, tp_ctx);
+  rt_pass_ctx_init(&pc, tp_ctx);
   pc.dump_dir = sub;
   CHECK_OK(tp_ctx, hlo_run_pipeline(&pc, m, NULL));
   assert_true(pc.dump_seq >= 7);

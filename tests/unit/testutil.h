@@ -10,7 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hlojit_impl/internal.h"
+/* Tests see every part (each part's own header; the evaluator's internals too). */
+#include "hlojit_impl/ir/ir.h"
+#include "hlojit_impl/text/text.h"
+#include "hlojit_impl/eval/eval_internal.h"
+#include "hlojit_impl/passes/passes.h"
+#include "hlojit_impl/runtime/runtime.h"
+#include "hlojit_impl/api/api.h"
+#include "hlojit_impl/backend.h"
 
 /* Fails the test with the context's message when |st| is not HJ_OK. */
 #define CHECK_OK(ctx, st)                                                               \

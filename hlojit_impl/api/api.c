@@ -1,0 +1,270 @@
+/* api.c — the public API around the IR: contexts, status and dtype names, modules (parse,
+   print, verify, flattened signature), buffers and .npy I/O. Compile and run are in
+   exec.c, the graph's module copy in graph_module.c.
+
+   Flattening: entry parameters and results that are tuples are passed as one buffer per
+   leaf, depth first (hj__leaves). */
+#include "api.h"
+#include "../backend.h"
+#include "../text/text.h"
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---- context ------------------------------------------------------------------------- */
+
+void hj_ctx_options_init(hj_ctx_options_t *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->backend = HJ_BACKEND_AUTO;
+}
+
+hj_status hj_ctx_create(const hj_ctx_options_t *opt, hj_ctx_t **out) {
+  if (!out) return HJ_ERR_INVALID_ARG;
+  *out = NULL;
+  hj_ctx_options_t o;
+  hj_ctx_options_init(&o);
+  if (opt) o = *opt;
+  if ((unsigned)o.backend >= HJ_BACKEND_COUNT || o.num_threads < 0 ||
+      (!o.allocator.alloc != !o.allocator.free))
+    return HJ_ERR_INVALID_ARG;
+  hj_ctx_t tmp = { .opt = o };
+  hj_ctx_t *ctx = hj__alloc(&tmp, sizeof *ctx);
+  if (!ctx) return HJ_ERR_OOM;
+  memset(ctx, 0, sizeof *ctx);
+  ctx->opt = o;
+  if (!ctx->opt.dump_dir) ctx->opt.dump_dir = getenv("HLOJIT_DUMP_TO");
+  *out = ctx;
+  return HJ_OK;
+}
+
+void hj_ctx_destroy(hj_ctx_t *ctx) {
+  if (!ctx) return;
+  for (int i = 0; hlo_backends[i]; i++) {
+    const hlo_backend *be = hlo_backends[i];
+    if (be->ctx_destroy && ctx->backend_state[be->kind]) be->ctx_destroy(ctx, ctx->backend_state[be->kind]);
+  }
+  hj__free(ctx, ctx);
+}
+
+const char *hj_ctx_error(const hj_ctx_t *ctx) { return ctx ? ctx->err : ""; }
+
+void hj_ctx_clear_error(hj_ctx_t *ctx) {
+  if (!ctx) return;
+  ctx->err[0] = 0;
+  ctx->last = HJ_OK;
+}
+
+const char *hj_status_name(hj_status s) { return hlo_status_name(s); }
+
+const char *hj_dtype_name(hj_dtype_t t) {
+  return (unsigned)t < HJ_DTYPE_COUNT ? hlo_type_name((hlo_type)t) : NULL;
+}
+
+size_t hj_dtype_size(hj_dtype_t t) {
+  return (unsigned)t < HJ_DTYPE_COUNT ? (size_t)hlo_type_size((hlo_type)t) : 0;
+}
+
+int64_t hj_shape_numel(hj_shape_t s) {
+  if (s.rank < 0 || s.rank > HJ_MAX_RANK) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < s.rank; i++) n *= s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+  return n;
+}
+
+/* ---- modules -------------------------------------------------------------------------- */
+
+hj_status hj_module_parse(hj_ctx_t *ctx, const char *text, size_t len, const char *filename,
+                          hj_module_t **out) {
+  if (!out) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_parse: out is NULL");
+  *out = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!text) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_parse: text is NULL");
+  hlo_module *m = NULL;
+  hj_status st = hlo_parse_module(ctx, text, len, filename, &m);
+  if (st == HJ_OK) st = hlo_verify_module(m);
+  if (st != HJ_OK) {
+    hlo_module_free(m);
+    return st;
+  }
+  *out = m;
+  return HJ_OK;
+}
+
+hj_status hj_module_parse_file(hj_ctx_t *ctx, const char *path, hj_module_t **out) {
+  if (!out) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_parse_file: out is NULL");
+  *out = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!path) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_parse_file: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return hj__err(ctx, HJ_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  char *text = NULL;
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) memcpy(arraddnptr(text, n), chunk, n);
+  bool bad = ferror(f);
+  fclose(f);
+  hj_status st = bad ? hj__err(ctx, HJ_ERR_IO, "cannot read '%s'", path)
+                     : hj_module_parse(ctx, text ? text : "", arrlenu(text), path, out);
+  arrfree(text);
+  return st;
+}
+
+hj_status hj_module_print(const hj_module_t *m, char **text) {
+  if (!text) return hj__err(m ? m->ctx : NULL, HJ_ERR_INVALID_ARG, "hj_module_print: text is NULL");
+  *text = NULL;
+  if (!m) return HJ_ERR_INVALID_ARG;
+  return hlo_print_module(m, text);
+}
+
+hj_status hj_module_verify(hj_module_t *m) { return m ? hlo_verify_module(m) : HJ_ERR_INVALID_ARG; }
+
+void hj_module_destroy(hj_module_t *m) { hlo_module_free(m); }
+
+/* Flattened leaves of the entry parameters (|outputs| false) or of the root. */
+const hlo_shape **hj__leaves(const hlo_module *m, bool outputs) {
+  const hlo_shape **v = NULL;
+  const hlo_comp *e = m ? m->entry : NULL;
+  if (!e) return NULL;
+  if (outputs) {
+    if (e->root) hlo_shape_leaves(&e->root->shape, &v);
+  } else {
+    for (ptrdiff_t i = 0; i < arrlen(e->params); i++) hlo_shape_leaves(&e->params[i]->shape, &v);
+  }
+  return v;
+}
+
+static int api_count(const hlo_module *m, bool outputs) {
+  const hlo_shape **v = hj__leaves(m, outputs);
+  int n = (int)arrlen(v);
+  arrfree(v);
+  return n;
+}
+
+int hj_module_num_inputs(const hj_module_t *m) { return api_count(m, false); }
+int hj_module_num_outputs(const hj_module_t *m) { return api_count(m, true); }
+
+static hj_status api_signature(const hj_module_t *m, bool outputs, int i, hj_dtype_t *t, hj_shape_t *s) {
+  const char *fn = outputs ? "hj_module_output" : "hj_module_input";
+  if (!m) return HJ_ERR_INVALID_ARG;
+  const hlo_shape **v = hj__leaves(m, outputs);
+  int n = (int)arrlen(v);
+  hj_status st = HJ_OK;
+  if (i < 0 || i >= n) {
+    st = hj__err(m->ctx, HJ_ERR_INVALID_ARG, "%s: index %d out of range (module '%s' has %d)", fn, i,
+                 m->name, n);
+  } else if (!hlo_shape_is_array(v[i])) {
+    st = hj__err(m->ctx, HJ_ERR_UNSUPPORTED, "%s: leaf %d is a token", fn, i);
+  } else {
+    if (t) *t = (hj_dtype_t)v[i]->type;
+    if (s) *s = hj__shape_from_hlo(v[i]);
+  }
+  arrfree(v);
+  return st;
+}
+
+hj_status hj_module_input(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_t *s) {
+  return api_signature(m, false, i, t, s);
+}
+hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_t *s) {
+  return api_signature(m, true, i, t, s);
+}
+
+/* ---- buffers -------------------------------------------------------------------------- */
+
+hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out) {
+  *out = NULL;
+  if ((unsigned)t >= HJ_DTYPE_COUNT || s.rank < 0 || s.rank > HJ_MAX_RANK)
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: invalid dtype %d or rank %d", fn, (int)t, s.rank);
+  int64_t n = 1, lim = INT64_MAX / 8;
+  for (int i = 0; i < s.rank; i++) {
+    int64_t d = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+    if (d > 0 && n > lim / d)
+      return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large", fn);
+    n *= d;
+  }
+  hj_buffer_t *b = hj__alloc(ctx, sizeof *b);
+  size_t nb = (size_t)n * hj_dtype_size(t);
+  void *data = b ? hj__alloc(ctx, nb) : NULL;
+  if (!data) {
+    hj__free(ctx, b);
+    return hj__err(ctx, HJ_ERR_OOM, "%s: out of memory for %zu bytes", fn, nb);
+  }
+  *b = (hj_buffer_t){ .ctx = ctx, .dtype = t, .shape = s, .nbytes = nb, .data = data };
+  *out = b;
+  return HJ_OK;
+}
+
+hj_status hj_buffer_create(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, hj_buffer_t **out) {
+  if (!out) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_buffer_create: out is NULL");
+  *out = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  hj_status st = hj__buffer_new(ctx, "hj_buffer_create", t, s, out);
+  if (st == HJ_OK) memset((*out)->data, 0, (*out)->nbytes);
+  return st;
+}
+
+hj_status hj_buffer_from_host(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, const void *data,
+                              hj_buffer_t **out) {
+  if (!out) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_buffer_from_host: out is NULL");
+  *out = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!data) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_buffer_from_host: data is NULL");
+  hj_status st = hj__buffer_new(ctx, "hj_buffer_from_host", t, s, out);
+  if (st == HJ_OK) memcpy((*out)->data, data, (*out)->nbytes);
+  return st;
+}
+
+void *hj_buffer_host_ptr(hj_buffer_t *b) { return b ? b->data : NULL; }
+
+hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes) {
+  if (!b) return HJ_ERR_INVALID_ARG;
+  if (!dst) return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_copy_to_host: dst is NULL");
+  if (nbytes < b->nbytes)
+    return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_copy_to_host: %zu bytes given, buffer has %zu",
+                   nbytes, b->nbytes);
+  memcpy(dst, b->data, b->nbytes);
+  return HJ_OK;
+}
+
+hj_dtype_t hj_buffer_dtype(const hj_buffer_t *b) { return b ? b->dtype : HJ_DTYPE_COUNT; }
+hj_shape_t hj_buffer_shape(const hj_buffer_t *b) { return b ? b->shape : (hj_shape_t){ 0 }; }
+size_t hj_buffer_nbytes(const hj_buffer_t *b) { return b ? b->nbytes : 0; }
+
+void hj_buffer_destroy(hj_buffer_t *b) {
+  if (!b) return;
+  hj__free(b->ctx, b->data);
+  hj__free(b->ctx, b);
+}
+
+hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b) {
+  hlo_shape s;
+  hj__shape_to_hlo(b->dtype, b->shape, &s);
+  return s;
+}
+
+hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out) {
+  if (!out) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_buffer_read_npy: out is NULL");
+  *out = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!path) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_buffer_read_npy: path is NULL");
+  hlo_literal *l = NULL;
+  hj_status st = hlo_npy_read(ctx, path, &l);
+  if (st != HJ_OK) return st;
+  if (!hlo_shape_is_array(&l->shape) || l->shape.rank > HJ_MAX_RANK) {
+    st = hj__err(ctx, HJ_ERR_PARSE, "'%s': not an array hlojit can hold", path);
+  } else if ((st = hj__buffer_new(ctx, "hj_buffer_read_npy", (hj_dtype_t)l->shape.type,
+                                  hj__shape_from_hlo(&l->shape), out)) == HJ_OK) {
+    memcpy((*out)->data, l->data, (*out)->nbytes);
+  }
+  hlo_literal_free(l);
+  return st;
+}
+
+hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path) {
+  if (!b) return HJ_ERR_INVALID_ARG;
+  if (!path) return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_write_npy: path is NULL");
+  hlo_shape s = hj__buffer_hlo_shape(b);
+  hlo_literal l = hlo_literal_view(&s, b->data);
+  return hlo_npy_write(b->ctx, path, &l);
+}

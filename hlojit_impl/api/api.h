@@ -1,0 +1,106 @@
+/* api/api.h — the public API's implementation (hlojit.h's functions): contexts, modules,
+   buffers and .npy files (api.c), compile and run through the backend table (exec.c), the
+   graph builder (builder.c, builder_ops.c, composites.c, graph_module.c) and
+   hj_module_optimize (optimize.c). The top part: it may use every part below, and reaches
+   backends only through backend.h. */
+#ifndef HLOJIT_API_H
+#define HLOJIT_API_H
+
+#include "../ir/ir.h"
+
+struct hj_buffer {
+  hj_ctx_t *ctx;
+  hj_dtype_t dtype;
+  hj_shape_t shape;
+  size_t nbytes;
+  void *data;                         /* hj__alloc'd, 64-byte aligned */
+};
+
+/* ---- api.c ---------------------------------------------------------------------------------
+   hj__buffer_new: an uninitialised buffer of |t| and |s| (|fn| names the caller in
+   messages). hj__buffer_hlo_shape: its shape as an hlo_shape. hj__leaves: the flattened
+   leaf shapes of the entry's parameters (|outputs| false) or of its root (stb_ds array of
+   pointers into |m|; NULL for a module without an entry). */
+hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out);
+hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b);
+const hlo_shape **hj__leaves(const hlo_module *m, bool outputs);
+
+/* ---- npy.c: NumPy .npy files ------------------------------------------------------------ */
+hj_status hlo_npy_read(hj_ctx_t *ctx, const char *path, hlo_literal **out);
+hj_status hlo_npy_write(hj_ctx_t *ctx, const char *path, const hlo_literal *l);
+
+/* ---- builder.c, builder_ops.c, composites.c, graph_module.c: graphs ----------------------
+   A graph is one computation of a module. A top graph owns the module and every sub-graph
+   made from it (sub-graphs share the module: they are its other computations). A tensor
+   {g, id} names g->vals[id]; a failing op returns {g, -1} (poisoned). The graph keeps its
+   first error (so does its top graph) for hj_graph_status and hj_compile. */
+struct hj_graph {
+  hj_ctx_t *ctx;
+  hlo_module *m;                      /* the top graph's module, shared by sub-graphs */
+  hlo_comp *comp;
+  struct hj_graph *top;               /* the top graph (itself for a top graph) */
+  struct hj_graph **subs;             /* top only: stb_ds array of sub-graphs it owns */
+  hlo_instr **vals;                   /* stb_ds: tensor id -> instruction */
+  hlo_instr **outputs;                /* stb_ds: hj_graph_output order */
+  bool frozen;                        /* sub-graph whose root was fixed by a use */
+  int nparams;
+  hj_status status;                   /* first error of an op on this graph */
+  char err[1024];
+  /* top only: small computations built once and reused (NULL until first use) */
+  hlo_comp *reducers[HJ_RED_COUNT][HJ_DTYPE_COUNT];
+  hlo_comp *sorters[2][HJ_DTYPE_COUNT];          /* ascending, descending */
+  struct hj_graph *argmax_fns[HJ_DTYPE_COUNT];
+};
+
+
+/* builder.c: the pieces composites.c shares. */
+/* Records the graph's first error (also in its top graph and the context) and returns a
+   poisoned tensor of |g|. */
+hj_tensor_t hj__graph_fail(hj_graph_t *g, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The instruction of |t| when |t| is a live tensor of its graph; NULL when poisoned (with
+   an error recorded, naming |op|, for a bad handle). */
+hlo_instr *hj__tensor_instr(const char *op, hj_tensor_t t);
+/* hlo shape of an hj shape; false (no error set) when the rank or a dim is invalid. */
+bool hj__shape_to_hlo(hj_dtype_t t, hj_shape_t s, hlo_shape *out);
+hj_shape_t hj__shape_from_hlo(const hlo_shape *s);
+/* Resolves |n| operand tensors of op |op| to instructions of one graph (*g, set whenever
+   any operand has a graph). False when one is poisoned, HJ_NONE or from another graph
+   (errors recorded except for poisoned ones, which stay silent). */
+bool hj__operands(const char *op, const hj_tensor_t *ts, int n, hj_graph_t **g, hlo_instr **out);
+/* Appends |opc| with |operands| to g's computation; |declared| is the shape for ops whose
+   shape is an attribute (broadcast, reshape, iota, convert, parameter, constant), else
+   NULL. The caller sets attributes, then hj__op_finish infers the shape and returns the
+   new tensor, or drops the instruction and returns a poisoned tensor naming |op|. */
+hlo_instr *hj__op_begin(hj_graph_t *g, const char *op, hlo_opcode opc, const hlo_shape *declared,
+                        hlo_instr *const *operands, int n);
+hj_tensor_t hj__op_finish(hj_graph_t *g, const char *op, hlo_instr *ins);
+/* "f32[4,8]" of |t| into |buf| ("<poisoned>" when not live). */
+const char *hj__tensor_str(hj_tensor_t t, char *buf, size_t n);
+/* builder.c: the pieces builder_ops.c shares. Helpers that emit return the new
+   instruction (it also gets a tensor id), or NULL with the graph's error recorded.
+   hj__graph_name: the name messages use (the module's for a top graph).
+   hj__emit: hj__op_begin + hj__op_finish for a helper instruction.
+   hj__const: a constant of |shape| (static array) copying |data| (pred made 0/1);
+   hj__scalar_const: a |t| scalar of value |v|.
+   hj__expand: |x| NumPy-broadcast to |target|'s dims (already checked; |x| itself when
+   the dims are equal), a reshape dropping stretched size-1 dims, then a broadcast.
+   hj__tensor_of: the tensor of recent instruction |ins| of |g| (poisoned when NULL).
+   hj__same_type: |a| and |b| have one dtype, else an error naming both shapes.
+   hj__comp_new: a computation of |m| named |name| made a unique identifier (".N"). */
+const char *hj__graph_name(const hj_graph_t *g);
+hlo_instr *hj__emit(hj_graph_t *g, const char *op, hlo_opcode opc, const hlo_shape *decl,
+                    hlo_instr *const *operands, int n);
+hlo_instr *hj__const(hj_graph_t *g, const char *op, const hlo_shape *shape, const void *data);
+hlo_instr *hj__scalar_const(hj_graph_t *g, const char *op, hlo_type t, double v);
+hlo_instr *hj__expand(hj_graph_t *g, const char *op, hlo_instr *x, const hlo_shape *target);
+hj_tensor_t hj__tensor_of(hj_graph_t *g, hlo_instr *ins);
+bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
+hlo_comp *hj__comp_new(hlo_module *m, const char *name);
+/* graph_module.c: a copy of the graph's module with its computations in callee-first
+   order and the entry last (root: the single output or a tuple of outputs). */
+hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
+
+
+#endif /* HLOJIT_API_H */

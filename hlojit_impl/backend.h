@@ -1,0 +1,43 @@
+/* backend.h — the backend table (DESIGN.md section 6; after ggml-backend-impl.h).
+
+   A backend is one hlo_backend, filled with designated initialisers in its own file under
+   backends/ and listed once in backends/backends.c. The API (api/exec.c) dispatches only
+   through this table and names no backend's functions; a backend, in turn, reaches the
+   compiler through runtime/runtime.h (the compile driver) and knows nothing of the API.
+
+   HJ_BACKEND_AUTO walks hlo_backends in its order (today: cpu, then interp; cuda first once
+   it is built) and takes the first whose per-context state can be made and whose compile
+   succeeds; each skipped backend's reason is kept in ctx->backend_note and in the
+   executable's hj_exec_stats().note.
+
+   Buffers are host pointers: run() receives the flattened leaves of the entry's parameters
+   and results (tuples depth first), as the caller's hj_buffer_t data. The API guarantees
+   that no output aliases an input or another output (it computes into a temporary when the
+   caller passes such buffers), and that runs of one executable do not overlap. */
+#ifndef HLOJIT_BACKEND_H
+#define HLOJIT_BACKEND_H
+
+#include "ir/ir.h"
+
+typedef struct hlo_backend {
+  const char *name;                    /* "cpu", "interp": messages */
+  hj_backend_t kind;
+  /* Optional (NULL: the backend keeps no per-context state). Makes the state the first
+     time a context compiles for this backend; a failure means the backend cannot run here
+     (LLVM cannot start, no CUDA device), with the reason in the context. */
+  hj_status (*ctx_create)(hj_ctx_t *ctx, void **state);
+  void (*ctx_destroy)(hj_ctx_t *ctx, void *state);     /* optional, with ctx_create */
+  /* Compiles |m| into *exec; |m| is the caller's and is not kept. */
+  hj_status (*compile)(hj_ctx_t *ctx, void *state, const hlo_module *m, void **exec);
+  hj_status (*run)(void *exec, void *const *in, int nin, void *const *out, int nout);
+  /* Optional: what the compiler made (kernel counts, times); zeroed when NULL. */
+  void (*stats)(const void *exec, hj_exec_stats_t *s);
+  void (*exec_free)(void *exec);       /* NULL is fine */
+} hlo_backend;
+
+/* backends/backends.c: every backend built in, in the order AUTO tries them, NULL last. */
+extern const hlo_backend *const hlo_backends[];
+/* The backend of |kind| (HJ_BACKEND_AUTO: none), NULL when it is not built in. */
+const hlo_backend *hlo_backend_find(hj_backend_t kind);
+
+#endif /* HLOJIT_BACKEND_H */

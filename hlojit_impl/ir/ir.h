@@ -1,0 +1,473 @@
+/* ir/ir.h — the HLO IR: the part every other part of hlojit stands on. It knows nothing
+   above it (no text, evaluator, pass, emitter, runtime or backend).
+
+   Owns: element types and opcodes (X-macro tables), shapes with layouts and bounded
+   dynamic dims, literals, modules / computations / instructions and their arenas, the
+   context struct (errors, allocator), shape inference, the verifier, cloning and editing
+   utilities, and the opcode facts the evaluator, passes and emitters share (opfacts.c).
+
+   The IR, in XLA's sense:
+     module   — computations (callees before callers, as XLA prints them) and the entry;
+     comp     — instructions in a topological order (the text's order), a root, parameters;
+     instr    — opcode, shape, operands, called computations, attributes.
+   Everything of a module lives in the module's arena and dies with it.
+
+   Literals (constants and evaluator values) hold dense, row-major, logical-order data:
+   layouts (minor_to_major) are parsed, printed and kept, but never change values, except
+   for `bitcast`, whose meaning is physical and which the evaluator honours.
+   Element storage: pred = uint8 0/1, f16 and bf16 = uint16 bit patterns. */
+#ifndef HLOJIT_IR_H
+#define HLOJIT_IR_H
+
+#include "../../hlojit.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <stb/stb_ds.h>   /* arr* dynamic arrays, hm* hash maps (Debian libstb-dev) */
+
+#include <stb/stb_ds.h>   /* arr* dynamic arrays, hm* hash maps (Debian libstb-dev) */
+
+#define HLO_MAX_RANK HJ_MAX_RANK
+
+/* ---- element types ------------------------------------------------------------------
+   X(ENUM, text, bytes, class). The array types share values with hj_dtype_t. */
+typedef enum { HLO_CLASS_PRED, HLO_CLASS_SINT, HLO_CLASS_UINT, HLO_CLASS_FLOAT,
+               HLO_CLASS_OTHER } hlo_type_class;
+
+#define HLO_TYPES(X)                                                                      \
+  X(PRED, "pred", 1, HLO_CLASS_PRED)                                                      \
+  X(S8, "s8", 1, HLO_CLASS_SINT)   X(S16, "s16", 2, HLO_CLASS_SINT)                       \
+  X(S32, "s32", 4, HLO_CLASS_SINT) X(S64, "s64", 8, HLO_CLASS_SINT)                       \
+  X(U8, "u8", 1, HLO_CLASS_UINT)   X(U16, "u16", 2, HLO_CLASS_UINT)                       \
+  X(U32, "u32", 4, HLO_CLASS_UINT) X(U64, "u64", 8, HLO_CLASS_UINT)                       \
+  X(F16, "f16", 2, HLO_CLASS_FLOAT) X(BF16, "bf16", 2, HLO_CLASS_FLOAT)                   \
+  X(F32, "f32", 4, HLO_CLASS_FLOAT) X(F64, "f64", 8, HLO_CLASS_FLOAT)                     \
+  X(TUPLE, "tuple", 0, HLO_CLASS_OTHER) X(TOKEN, "token", 0, HLO_CLASS_OTHER)
+
+typedef enum {
+#define X(e, s, b, c) HLO_##e,
+  HLO_TYPES(X)
+#undef X
+  HLO_TYPE_COUNT
+} hlo_type;
+_Static_assert((int)HLO_F64 == (int)HJ_F64 && (int)HLO_TUPLE == (int)HJ_DTYPE_COUNT,
+               "hlo_type must extend hj_dtype_t");
+
+/* ---- opcodes --------------------------------------------------------------------------
+   X(ENUM, text, arity, kind). arity -1: variadic. Enum, printer and parser derive from it. */
+typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_OTHER } hlo_op_kind;
+
+#define HLO_OPCODES(X)                                                                    \
+  X(PARAMETER, "parameter", 0, HLO_KIND_OTHER)                                            \
+  X(CONSTANT, "constant", 0, HLO_KIND_OTHER)                                              \
+  X(IOTA, "iota", 0, HLO_KIND_OTHER)                                                      \
+  X(BROADCAST, "broadcast", 1, HLO_KIND_OTHER)                                            \
+  X(RESHAPE, "reshape", 1, HLO_KIND_OTHER)                                                \
+  X(BITCAST, "bitcast", 1, HLO_KIND_OTHER)                                                \
+  X(TRANSPOSE, "transpose", 1, HLO_KIND_OTHER)                                            \
+  X(SLICE, "slice", 1, HLO_KIND_OTHER)                                                    \
+  X(DYNAMIC_SLICE, "dynamic-slice", -1, HLO_KIND_OTHER)                                   \
+  X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", -1, HLO_KIND_OTHER)                     \
+  X(CONCATENATE, "concatenate", -1, HLO_KIND_OTHER)                                       \
+  X(PAD, "pad", 2, HLO_KIND_OTHER)                                                        \
+  X(REVERSE, "reverse", 1, HLO_KIND_OTHER)                                                \
+  X(GATHER, "gather", 2, HLO_KIND_OTHER)                                                  \
+  X(SCATTER, "scatter", -1, HLO_KIND_OTHER)                                               \
+  X(SELECT, "select", 3, HLO_KIND_OTHER)                                                  \
+  X(CLAMP, "clamp", 3, HLO_KIND_OTHER)                                                    \
+  X(COMPARE, "compare", 2, HLO_KIND_OTHER)                                                \
+  X(CONVERT, "convert", 1, HLO_KIND_OTHER)                                                \
+  X(BITCAST_CONVERT, "bitcast-convert", 1, HLO_KIND_OTHER)                                \
+  X(COPY, "copy", 1, HLO_KIND_OTHER)                                                      \
+  X(ABS, "abs", 1, HLO_KIND_UNARY)                                                        \
+  X(NEGATE, "negate", 1, HLO_KIND_UNARY)                                                  \
+  X(EXP, "exponential", 1, HLO_KIND_UNARY)                                                \
+  X(EXPM1, "exponential-minus-one", 1, HLO_KIND_UNARY)                                    \
+  X(LOG, "log", 1, HLO_KIND_UNARY)                                                        \
+  X(LOG1P, "log-plus-one", 1, HLO_KIND_UNARY)                                             \
+  X(LOGISTIC, "logistic", 1, HLO_KIND_UNARY)                                              \
+  X(TANH, "tanh", 1, HLO_KIND_UNARY)                                                      \
+  X(SQRT, "sqrt", 1, HLO_KIND_UNARY)                                                      \
+  X(RSQRT, "rsqrt", 1, HLO_KIND_UNARY)                                                    \
+  X(CBRT, "cbrt", 1, HLO_KIND_UNARY)                                                      \
+  X(SIN, "sine", 1, HLO_KIND_UNARY)                                                       \
+  X(COS, "cosine", 1, HLO_KIND_UNARY)                                                     \
+  X(TAN, "tan", 1, HLO_KIND_UNARY)                                                        \
+  X(ERF, "erf", 1, HLO_KIND_UNARY)                                                        \
+  X(FLOOR, "floor", 1, HLO_KIND_UNARY)                                                    \
+  X(CEIL, "ceil", 1, HLO_KIND_UNARY)                                                      \
+  X(ROUND_EVEN, "round-nearest-even", 1, HLO_KIND_UNARY)                                  \
+  X(ROUND_AFZ, "round-nearest-afz", 1, HLO_KIND_UNARY)                                    \
+  X(SIGN, "sign", 1, HLO_KIND_UNARY)                                                      \
+  X(NOT, "not", 1, HLO_KIND_UNARY)                                                        \
+  X(IS_FINITE, "is-finite", 1, HLO_KIND_UNARY)                                            \
+  X(POPCNT, "popcnt", 1, HLO_KIND_UNARY)                                                  \
+  X(CLZ, "count-leading-zeros", 1, HLO_KIND_UNARY)                                        \
+  X(ADD, "add", 2, HLO_KIND_BINARY)                                                       \
+  X(SUBTRACT, "subtract", 2, HLO_KIND_BINARY)                                             \
+  X(MULTIPLY, "multiply", 2, HLO_KIND_BINARY)                                             \
+  X(DIVIDE, "divide", 2, HLO_KIND_BINARY)                                                 \
+  X(REMAINDER, "remainder", 2, HLO_KIND_BINARY)                                           \
+  X(POWER, "power", 2, HLO_KIND_BINARY)                                                   \
+  X(MAXIMUM, "maximum", 2, HLO_KIND_BINARY)                                               \
+  X(MINIMUM, "minimum", 2, HLO_KIND_BINARY)                                               \
+  X(ATAN2, "atan2", 2, HLO_KIND_BINARY)                                                   \
+  X(AND, "and", 2, HLO_KIND_BINARY)                                                       \
+  X(OR, "or", 2, HLO_KIND_BINARY)                                                         \
+  X(XOR, "xor", 2, HLO_KIND_BINARY)                                                       \
+  X(SHL, "shift-left", 2, HLO_KIND_BINARY)                                                \
+  X(SHRA, "shift-right-arithmetic", 2, HLO_KIND_BINARY)                                   \
+  X(SHRL, "shift-right-logical", 2, HLO_KIND_BINARY)                                      \
+  X(REDUCE, "reduce", -1, HLO_KIND_OTHER)                                                 \
+  X(REDUCE_WINDOW, "reduce-window", -1, HLO_KIND_OTHER)                                   \
+  X(DOT, "dot", 2, HLO_KIND_OTHER)                                                        \
+  X(TUPLE, "tuple", -1, HLO_KIND_OTHER)                                                   \
+  X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, HLO_KIND_OTHER)                            \
+  X(CALL, "call", -1, HLO_KIND_OTHER)                                                     \
+  X(MAP, "map", -1, HLO_KIND_OTHER)                                                       \
+  X(WHILE, "while", 1, HLO_KIND_OTHER)                                                    \
+  X(CONDITIONAL, "conditional", -1, HLO_KIND_OTHER)                                       \
+  X(SORT, "sort", -1, HLO_KIND_OTHER)                                                     \
+  X(FUSION, "fusion", -1, HLO_KIND_OTHER)                                                 \
+  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)
+
+typedef enum {
+#define X(e, s, a, k) HLO_OP_##e,
+  HLO_OPCODES(X)
+#undef X
+  HLO_OP_COUNT
+} hlo_opcode;
+
+typedef enum { HLO_CMP_EQ, HLO_CMP_NE, HLO_CMP_LT, HLO_CMP_LE, HLO_CMP_GT, HLO_CMP_GE,
+               HLO_CMP_COUNT } hlo_cmp_dir;  /* same values as hj_cmp_t */
+/* compare's type= attribute. DEFAULT: from the element type (FLOAT for floats, SIGNED,
+   UNSIGNED); TOTALORDER: floats by total order (-NaN < -inf < ... < -0 < +0 < ... < NaN). */
+typedef enum { HLO_CMPT_DEFAULT, HLO_CMPT_FLOAT, HLO_CMPT_TOTALORDER, HLO_CMPT_SIGNED,
+               HLO_CMPT_UNSIGNED, HLO_CMPT_COUNT } hlo_cmp_type;
+typedef enum { HLO_FUSION_LOOP, HLO_FUSION_INPUT, HLO_FUSION_OUTPUT, HLO_FUSION_CUSTOM,
+               HLO_FUSION_KIND_COUNT } hlo_fusion_kind;  /* kLoop kInput kOutput kCustom */
+
+/* ---- shapes, literals, instructions ------------------------------------------------- */
+typedef struct hlo_shape {
+  hlo_type type;                      /* element type, HLO_TUPLE or HLO_TOKEN */
+  int rank;
+  int64_t dims[HLO_MAX_RANK];         /* for a bounded dynamic dim: its bound */
+  bool dynamic[HLO_MAX_RANK];         /* `<=N` */
+  bool has_layout;                    /* a `{...}` layout was given / is meaningful */
+  int8_t minor_to_major[HLO_MAX_RANK];
+  int ntuple;                         /* tuple: element shapes */
+  struct hlo_shape *tuple;
+} hlo_shape;
+
+typedef struct { int64_t *v; int n; } hlo_ints;   /* an attribute list like {1,0} */
+
+typedef struct hlo_literal {
+  hlo_shape shape;
+  uint8_t *data;                      /* array: numel * type size bytes, row-major */
+  int64_t nbytes;
+  struct hlo_literal **elems;         /* tuple: ntuple element literals */
+  int nelems;
+  bool owned;                         /* data/elems malloc'd by hlo_literal_new & co. */
+} hlo_literal;
+
+typedef struct hlo_dot_dims { hlo_ints lhs_batch, rhs_batch, lhs_contract, rhs_contract; } hlo_dot_dims;
+typedef struct hlo_gather_dims {
+  hlo_ints offset_dims, collapsed_slice_dims, start_index_map, slice_sizes,
+           operand_batching_dims, start_indices_batching_dims;
+  int64_t index_vector_dim;
+  bool indices_are_sorted;
+} hlo_gather_dims;
+typedef struct hlo_scatter_dims {
+  hlo_ints update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims,
+           input_batching_dims, scatter_indices_batching_dims;
+  int64_t index_vector_dim;
+  bool indices_are_sorted, unique_indices;
+} hlo_scatter_dims;
+
+/* window={size=1x10 stride=.. pad=0_0x9_0 lhs_dilate=.. rhs_dilate=..}; absent parts are
+   1 (size, stride, dilations) or 0 (pads); n == operand rank when present. */
+typedef struct hlo_window {
+  hlo_ints size, stride, pad_lo, pad_hi, base_dilation, window_dilation;
+} hlo_window;
+
+typedef struct hlo_comp hlo_comp;
+typedef struct hj_module hlo_module;
+
+typedef struct hlo_instr {
+  hlo_opcode op;
+  int id;                             /* unique in the module */
+  const char *name;
+  hlo_shape shape;
+  struct hlo_instr **operands;        /* arena array */
+  int noperands;
+  hlo_comp **calls;                   /* to_apply / calls / {condition, body} / branches */
+  int ncalls;
+  hlo_comp *parent;
+  /* attributes: only the op's own are meaningful */
+  int64_t index;                      /* parameter number, tuple index, iota_dimension */
+  hlo_ints dims;                      /* dimensions={}: broadcast reduce transpose reverse
+                                         concatenate(1) sort(1) map */
+  hlo_ints slice_start, slice_limit, slice_stride;     /* slice={[a:b:s], ...} */
+  hlo_ints ds_sizes;                  /* dynamic_slice_sizes */
+  hlo_ints pad_lo, pad_hi, pad_interior;               /* padding=lo_hi_int x ... */
+  hlo_cmp_dir cmp_dir;
+  hlo_cmp_type cmp_type;
+  hlo_dot_dims dot;
+  hlo_gather_dims gather;
+  hlo_scatter_dims scatter;
+  hlo_window window;                  /* reduce-window */
+  hlo_fusion_kind fusion_kind;
+  bool is_stable;                     /* sort */
+  bool is_root;
+  hlo_literal *literal;               /* constant (arena) */
+} hlo_instr;
+
+struct hlo_comp {
+  const char *name;
+  hlo_instr **instrs;                 /* stb_ds array, topological (text) order */
+  hlo_instr **params;                 /* stb_ds array, by parameter number */
+  hlo_instr *root;
+  hlo_module *module;
+  bool is_entry;
+};
+
+typedef struct hlo_arena_block hlo_arena_block;
+typedef struct hlo_arena {
+  hj_ctx_t *ctx;                      /* allocator; may be NULL (malloc) */
+  hlo_arena_block *head;
+} hlo_arena;
+
+struct hj_module {
+  hj_ctx_t *ctx;
+  const char *name;
+  hlo_arena arena;
+  hlo_comp **comps;                   /* stb_ds array, definition order */
+  hlo_comp *entry;
+  int next_id;
+};
+
+/* The context. |backend_state| is each backend's per-context state (indexed by
+   hj_backend_t; made on first use by the backend table's ctx_create, freed by
+   hj_ctx_destroy); |backend_note| says why HJ_BACKEND_AUTO skipped a backend ("" if none). */
+struct hj_ctx {
+  hj_ctx_options_t opt;
+  hj_status last;
+  char err[4096];
+  void *backend_state[HJ_BACKEND_COUNT];
+  char backend_note[512];
+};
+
+/* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */
+/* Records "fmt..." as the context's message and returns |code| (ctx may be NULL). */
+/* "HJ_OK", "HJ_ERR_SHAPE", ... ("HJ_ERR_UNKNOWN" out of range); hj_status_name's text. */
+const char *hlo_status_name(hj_status s);
+hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void *hj__alloc(hj_ctx_t *ctx, size_t size);       /* ctx's allocator, 64-byte aligned; NULL on OOM */
+void hj__free(hj_ctx_t *ctx, void *p);
+
+void hlo_arena_init(hlo_arena *a, hj_ctx_t *ctx);
+void *hlo_arena_alloc(hlo_arena *a, size_t size);  /* zeroed, 16-aligned; NULL on OOM */
+void hlo_arena_free(hlo_arena *a);
+
+/* A growable string (stb_ds char array, NUL-terminated after each append). */
+void sb_printf(char **sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_puts(char **sb, const char *s);
+
+const char *hlo_type_name(hlo_type t);
+int hlo_type_size(hlo_type t);                     /* bytes; 0 for tuple/token */
+hlo_type_class hlo_type_class_of(hlo_type t);
+bool hlo_type_is_float(hlo_type t);
+bool hlo_type_is_int(hlo_type t);                  /* signed or unsigned integer (not pred) */
+bool hlo_type_from_name(const char *s, size_t n, hlo_type *out);
+const char *hlo_opcode_name(hlo_opcode op);
+int hlo_opcode_arity(hlo_opcode op);               /* -1: variadic */
+hlo_op_kind hlo_opcode_kind(hlo_opcode op);
+bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
+const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
+const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */
+const char *hlo_fusion_kind_name(hlo_fusion_kind k);  /* "kLoop", ... */
+
+hlo_shape hlo_shape_array(hlo_type t, int rank, const int64_t *dims); /* default layout */
+hlo_shape hlo_shape_scalar(hlo_type t);
+void hlo_shape_set_default_layout(hlo_shape *s);   /* minor_to_major = {rank-1, ..., 0} */
+bool hlo_shape_is_array(const hlo_shape *s);
+int64_t hlo_shape_numel(const hlo_shape *s);       /* arrays; bounds for dynamic dims */
+int64_t hlo_shape_bytes(const hlo_shape *s);       /* arrays */
+/* Same type, dims, dynamic flags and tuple structure; layouts ignored. */
+bool hlo_shape_compatible(const hlo_shape *a, const hlo_shape *b);
+bool hlo_shape_equal(const hlo_shape *a, const hlo_shape *b); /* also layouts (where both have one) */
+bool hlo_shape_layout_is_default(const hlo_shape *s);
+/* Appends "f32[2,<=3]{1,0}" / "(f32[], s32[4])"; layouts printed for rank >= 1 arrays
+   when |with_layout|. */
+void hlo_shape_print(char **sb, const hlo_shape *s, bool with_layout);
+const char *hlo_shape_str(const hlo_shape *s, char *buf, size_t n);  /* for messages */
+/* Row-major strides (in elements) of an array shape. */
+void hlo_shape_strides(const hlo_shape *s, int64_t *strides);
+/* Equal rank and dims (types, layouts and dynamic flags ignored). */
+bool hlo_same_dims(const hlo_shape *a, const hlo_shape *b);
+/* |x| is one of the values of |v|. */
+bool hlo_ints_has(hlo_ints v, int64_t x);
+
+hlo_module *hlo_module_new(hj_ctx_t *ctx, const char *name);  /* NULL (error set) on OOM */
+void hlo_module_free(hlo_module *m);
+void *hlo_alloc(hlo_module *m, size_t n);          /* zeroed arena memory */
+char *hlo_strdup(hlo_module *m, const char *s);
+char *hlo_strndup(hlo_module *m, const char *s, size_t n);
+hlo_ints hlo_ints_dup(hlo_module *m, const int64_t *v, int n);
+hlo_shape hlo_shape_dup(hlo_module *m, const hlo_shape *s);   /* deep copy of tuples into arena */
+hlo_comp *hlo_comp_new(hlo_module *m, const char *name);      /* appended to m->comps */
+hlo_comp *hlo_module_find_comp(const hlo_module *m, const char *name);
+/* Appends a new instruction to |c|: operands copied, shape deep-copied; name NULL gives
+   "<opcode>.<id>". Attributes are zero; the caller fills them. NULL on OOM. */
+hlo_instr *hlo_instr_new(hlo_comp *c, hlo_opcode op, const char *name, const hlo_shape *shape,
+                         hlo_instr *const *operands, int noperands);
+void hlo_instr_set_calls(hlo_instr *ins, hlo_comp *const *calls, int n);
+/* Flattened leaves of a (possibly nested tuple) shape, depth first, appended to |out|
+   (stb_ds array of pointers into |s|). */
+void hlo_shape_leaves(const hlo_shape *s, const hlo_shape ***out);
+
+/* ---- core.c: half-precision and element access --------------------------------------- */
+float hlo_f16_to_f32(uint16_t h);
+uint16_t hlo_f32_to_f16(float f);                  /* round to nearest even */
+float hlo_bf16_to_f32(uint16_t h);
+uint16_t hlo_f32_to_bf16(float f);                 /* round to nearest even, NaN stays NaN */
+/* Element |i| of raw storage of type |t| read as double / int64 / uint64, and written from
+   those (conversion rules of XLA's convert: float->int saturates, NaN->0). */
+double hlo_load_f64(hlo_type t, const void *base, int64_t i);
+int64_t hlo_load_s64(hlo_type t, const void *base, int64_t i);
+uint64_t hlo_load_u64(hlo_type t, const void *base, int64_t i);
+void hlo_store_f64(hlo_type t, void *base, int64_t i, double v);
+void hlo_store_s64(hlo_type t, void *base, int64_t i, int64_t v);   /* wraps (two's complement) */
+void hlo_store_u64(hlo_type t, void *base, int64_t i, uint64_t v);  /* wraps */
+
+/* ---- literal.c: literals ------------------------------------------------------------ */
+/* malloc'd literal of |shape| (tuples get element literals), zeroed. NULL (error) on OOM. */
+hlo_literal *hlo_literal_new(hj_ctx_t *ctx, const hlo_shape *shape);
+void hlo_literal_free(hlo_literal *l);             /* frees owned data and elements */
+hlo_literal *hlo_literal_clone(hj_ctx_t *ctx, const hlo_literal *l);
+/* A literal viewing |data| (not owned). */
+hlo_literal hlo_literal_view(const hlo_shape *shape, void *data);
+/* hlo_literal_view_tree: a literal of |s| viewing consecutive array leaves (tuple shapes
+   become tuples of views): leaf data = |data|(ud, *k), *k advancing by one per leaf. Every
+   allocation goes to the stb_ds array *scratch (the caller frees each and the array, also
+   on failure); NULL on OOM. hlo_literal_leaves: appends the array leaves of |l|, depth
+   first, to the stb_ds array *out. */
+typedef void *(*hlo_leaf_data_fn)(const void *ud, int k);
+hlo_literal *hlo_literal_view_tree(const hlo_shape *s, hlo_leaf_data_fn data, const void *ud,
+                                   int *k, void ***scratch);
+void hlo_literal_leaves(const hlo_literal *l, const hlo_literal ***out);
+bool hlo_literal_equal(const hlo_literal *a, const hlo_literal *b);  /* bitwise, same shape */
+/* A tuple literal taking ownership of |elems| (n literals made by hlo_literal_new & co.);
+   its shape is built from theirs. On failure (NULL, error set) the elements are freed. */
+hlo_literal *hlo_literal_tuple(hj_ctx_t *ctx, hlo_literal **elems, int n);
+
+/* ---- shape_infer.c: shape inference ---------------------------------------------------
+   Computes the result shape of |ins| from its operands, called computations and attributes
+   (the result layout is the default). Used by the parser for shape-less instructions and by
+   the builder and verifier. Errors name the op and the shapes. */
+hj_status hlo_infer_shape(hj_ctx_t *ctx, const hlo_instr *ins, hlo_shape *out);
+
+/* ---- verify.c: the verifier -----------------------------------------------------------
+   Structure (operand counts, called computations and their signatures, parameter numbers,
+   a root per computation, an entry, attributes in range) and shapes (declared shape ==
+   inferred shape, layouts ignored; layouts valid permutations). */
+hj_status hlo_verify_module(hlo_module *m);
+
+
+/* ---- clone.c: deep copies of modules and instructions -------------------------------
+   hlo_module_clone: a copy of |m| with its own arena (computations in the same order, ids,
+   names, literals, attributes and called computations all copied); NULL (error in
+   m->ctx) on OOM. hlo_module_clone_in: the same, the copy belonging to |ctx| (its arena
+   and its errors), e.g. a compile's context. hlo_instr_clone_into: appends a copy of
+   |src| to |c| with |operands| (src->noperands of them) and |calls| (src->ncalls),
+   every attribute and the literal copied into c's module; |name| NULL keeps src's name.
+   NULL on OOM. hlo_instr_dup_lists: gives |d| (a struct copy of another instruction) its
+   own copy in m's arena of every hlo_ints attribute (dims, slice, pad, dot, gather, scatter,
+   window lists); false on OOM. */
+hlo_module *hlo_module_clone(const hlo_module *m);
+hlo_module *hlo_module_clone_in(hj_ctx_t *ctx, const hlo_module *m);
+hlo_instr *hlo_instr_clone_into(hlo_comp *c, const hlo_instr *src, const char *name,
+                                hlo_instr *const *operands, hlo_comp *const *calls);
+bool hlo_instr_dup_lists(hlo_module *m, hlo_instr *d);
+
+
+/* ---- edit.c ------------------------------------------------------------------------------
+   Editing utilities for passes. Users are computed on demand (the IR stores none): after
+   editing, rebuild a user map. Edits that make an earlier instruction use a later one are
+   fixed by hlo_comp_topo_sort (stable: the identity on an order that is already
+   topological). Cloning an instruction into another computation: hlo_instr_clone_into
+   (clone.c).
+   hlo_users: the distinct users of |ins| in |c| in text order; *out is an stb_ds array the
+   caller arrfree's; returns their number. hlo_user_count: the same number, no array.
+   hlo_user_map: users of every instruction of one computation (each user listed once per
+   operand instruction, text order); hlo_user_map_get returns the stb_ds array (NULL: no
+   users; do not free) and its length in *n (n may be NULL).
+   hlo_comp_set_root: sets c->root and the is_root flags.
+   hlo_replace_operand: every operand slot of |user| equal to |old| becomes |neu|; true if any.
+   hlo_replace_all_uses: every use of |old| in |c| (and c's root) becomes |neu| (|neu| itself
+   is left alone, so neu = f(old) works); true if anything changed. |old| stays in c.
+   hlo_remove_instr: drops |ins| from c->instrs (the caller made sure nothing uses it);
+   false (nothing done) for parameters, the root, or an instruction not in |c|.
+   hlo_instr_move_before: moves |ins| to just before |before| (NULL: to the end).
+   hlo_instr_new_before: hlo_instr_new, placed before |before| (NULL: appended).
+   hlo_comp_topo_sort: stable topological re-sort; HJ_ERR_INTERNAL on a cycle or on an
+   operand that is not in |c|.
+   hlo_comp_dce: drops instructions the root does not reach (parameters stay).
+   hlo_module_reachable: entry first, then the computations it calls (transitively),
+   breadth first; *out: stb_ds array to arrfree.
+   hlo_module_prune_comps: drops computations the entry does not reach from m->comps.
+   hlo_module_dce: prune + hlo_comp_dce of every computation.
+   hlo_literal_to_arena: a deep copy of |l| in m's arena (owned = false); NULL on OOM.
+   hlo_constant_new_before: a constant instruction holding an arena copy of |l| (shape:
+   l's, default layout unless l's has one), before |before|; NULL (error set) on OOM. */
+typedef struct hlo_user_map {
+  struct hlo_user_entry { int key; hlo_instr **value; } *map;   /* stb_ds, by instr id */
+} hlo_user_map;
+int hlo_users(const hlo_comp *c, const hlo_instr *ins, hlo_instr ***out);
+int hlo_user_count(const hlo_comp *c, const hlo_instr *ins);
+void hlo_user_map_build(hlo_user_map *um, const hlo_comp *c);
+hlo_instr **hlo_user_map_get(const hlo_user_map *um, const hlo_instr *ins, int *n);
+void hlo_user_map_free(hlo_user_map *um);
+void hlo_comp_set_root(hlo_comp *c, hlo_instr *root);
+bool hlo_replace_operand(hlo_instr *user, const hlo_instr *old, hlo_instr *neu);
+bool hlo_replace_all_uses(hlo_comp *c, hlo_instr *old, hlo_instr *neu);
+bool hlo_remove_instr(hlo_comp *c, hlo_instr *ins);
+bool hlo_instr_move_before(hlo_comp *c, hlo_instr *ins, const hlo_instr *before);
+hlo_instr *hlo_instr_new_before(hlo_comp *c, const hlo_instr *before, hlo_opcode op,
+                                const char *name, const hlo_shape *shape,
+                                hlo_instr *const *operands, int noperands);
+hj_status hlo_comp_topo_sort(hlo_comp *c);
+hj_status hlo_comp_dce(hlo_comp *c, bool *changed);
+hj_status hlo_module_reachable(const hlo_module *m, hlo_comp ***out);
+hj_status hlo_module_prune_comps(hlo_module *m, bool *changed);
+hj_status hlo_module_dce(hlo_module *m, bool *changed);
+hlo_literal *hlo_literal_to_arena(hlo_module *m, const hlo_literal *l);
+hlo_instr *hlo_constant_new_before(hlo_comp *c, const hlo_instr *before, const hlo_literal *l);
+
+
+/* ---- opfacts.c: facts about opcodes shared by the evaluator, passes and emitters ---------
+   hlo_op_is_elementwise: unary/binary ops, select, clamp, compare, convert, copy,
+   same-width bitcast-convert, on arrays.
+   hlo_elem_op: the elementwise operation of such an instruction, with its element types
+   (the evaluator's kernels and the elemental emitter both run it).
+   hlo_binary_reducer: the opcode when |c| is exactly op(param0, param1) on scalars of
+   type |t| for op in {add multiply maximum minimum and or}, else HLO_OP_COUNT; *swapped
+   says the root is op(param1, param0) (max/min are not bitwise commutative on ±0, NaN). */
+bool hlo_op_is_elementwise(const hlo_instr *ins);
+typedef struct hlo_elem_op {
+  hlo_opcode op;
+  hlo_type out;                       /* result element type */
+  hlo_type in[3];                     /* operand element types */
+  int nin;
+  hlo_cmp_dir dir;                    /* compare */
+  hlo_cmp_type cmp_type;              /* compare */
+} hlo_elem_op;
+/* Fills |e| from |ins|; false when |ins| is not elementwise (or not on arrays). */
+bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
+/* NULL when |e|'s element types are ones the op is defined on, else why not
+   ("not defined on s32", ...). */
+const char *hlo_elem_unsupported(const hlo_elem_op *e);
+hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
+
+#endif /* HLOJIT_IR_H */

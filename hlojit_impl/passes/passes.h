@@ -1,0 +1,148 @@
+/* passes/passes.h — the HLO-to-HLO passes (DESIGN.md section 4): one pass per file, one
+   entry point each, and pipeline.c, the flat list. Stands on the IR only: the evaluator
+   (constant folding) and the printer (dumps) are reached through hooks in hlo_pass_ctx. */
+#ifndef HLOJIT_PASSES_H
+#define HLOJIT_PASSES_H
+
+#include "../ir/ir.h"
+
+/* ---- passes ----------------------------------------------------------------------------
+   One entry point per file; *changed says whether the module changed. Each leaves a module
+   that verifies. */
+/* passes/inline_calls.c: every `call` replaced by a copy of its callee's body (repeated
+   until no call is left); computations no longer called are removed. */
+hj_status pass_inline_calls(hlo_module *m, bool *changed);
+/* passes/wrap_fusions.c: in the entry and in while/conditional computations reachable
+   from it, every instruction that is not parameter, constant, tuple, get-tuple-element,
+   reshape, bitcast with default layouts, fusion, while, conditional or opt-barrier becomes
+   a single-op fusion "wrapped_NAME" (kInput for reduce, kOutput for dot, else kLoop)
+   calling a new computation "wrapped_NAME_computation" placed before its user in m->comps
+   (an operand used twice is passed once). Idempotent. */
+hj_status pass_wrap_fusions(hlo_module *m, bool *changed);
+/* passes/dce.c: drops instructions nobody uses (parameters and roots stay) and
+   computations unreachable from the entry. */
+hj_status pass_dce(hlo_module *m, bool *changed);
+/* passes/dce.c: only the sweep of unreachable computations; true when any was removed. */
+bool pass_dce_comps(hlo_module *m);
+
+/* ---- passes/pass.c, passes/pipeline.c --------------------------------------------------------
+   The pass framework (DESIGN.md section 4). A pass is
+     hj_status hlo_pass_NAME(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+   it edits |m| in place, sets *changed, and leaves a module that verifies.
+   hlo_pass_ctx_init: |dump_dir| from ctx->opt.dump_dir, else $HLOJIT_DUMP_TO, else NULL
+   (no dumps); verify_each false (debug builds verify after every pass anyway); no hooks.
+   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG, or verify_each; a
+   failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
+   NNN = ++dump_seq, written whether or not the pass changed anything).
+   hlo_pass_dump: writes one such file (the pipeline dumps "input" first).
+   hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults. */
+typedef struct hlo_pass_ctx {
+  hj_ctx_t *ctx;
+  const char *dump_dir;     /* NULL: no dumps */
+  int dump_seq;             /* number of the last dump file */
+  bool verify_each;         /* verify after every pass in release builds too */
+  /* Hooks given by whoever runs the passes (runtime/compile.c's rt_pass_ctx_init), so that
+     passes know neither the evaluator nor the printer. |eval|: evaluates a computation
+     (constant folding; NULL: nothing is folded). |print|: a module as HLO text (dumps;
+     NULL: no dump files). */
+  hj_status (*eval)(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int nargs,
+                    hlo_literal **out);
+  hj_status (*print)(const hlo_module *m, char **out);
+} hlo_pass_ctx;
+typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+typedef struct hlo_pipeline_options {
+  bool fusion;              /* run the fusion passes; default true */
+  bool layout_norm;         /* default true */
+  int max_simplify_rounds;  /* algsimp/fold/CSE/DCE repeated until no change; default 8 */
+} hlo_pipeline_options;
+void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
+hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
+                       bool *changed);
+hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m);
+void hlo_pipeline_options_init(hlo_pipeline_options *o);
+hj_status hlo_run_pipeline(hlo_pass_ctx *pc, hlo_module *m, const hlo_pipeline_options *opt);
+/* The simplification passes (one file each under passes/; see each file's comment).
+   hlo_pass_inline_calls and hlo_pass_dce adapt pass_inline_calls and pass_dce. */
+hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_tuple_simplify(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_algsimp(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_constant_fold(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_cse(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_layout_norm(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+/* The fusion passes (passes/fusion.c, sibling_fusion.c, epilogue_fusion.c). pipeline.c
+   redeclares one weak while its file is absent and then skips it, so it builds first. */
+hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_sibling_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
+/* ---- passes/fusion.c, fusion_util.c, sibling_fusion.c, epilogue_fusion.c, schedule.c -------
+   hlo_count_kernels (fusion.c): instructions of the entry that run as a kernel: fusions
+   and every other instruction except parameter, constant, tuple, get-tuple-element,
+   bitcast and reshape (the runtime aliases those).
+   fusion_util.c, the surgery shared by the fusion passes:
+   hlo_transpose_is_real: a transpose that moves
+   data (not only size-1 dims). hlo_fusion_hero: the dot, else the first reduce, else the
+   first real transpose of a fused computation (NULL: none). hlo_fusion_relabel: kind from
+   the hero (dot kOutput, reduce kInput, else kLoop). hlo_shape_total_bytes: bytes of all
+   array leaves. hlo_fusion_make: replaces |ins| of |c| by a one-instruction fusion (in
+   its place, uses redirected; its fused computation goes before |c| in m->comps); NULL
+   (error set) on OOM. hlo_fusion_absorb: clones |producer| (plain, or a fusion with an
+   array root) into |fusion| in place of the parameter(s) that stood for it; the
+   producer's operands become operands of the fusion (distinct); |dup|: give the clones
+   fresh names (the producer stays in use elsewhere); the producer itself stays in |c|.
+   schedule.c: hlo_pass_schedule reorders the entry and the while/conditional
+   computations reached from it (a topological order) to lower peak live bytes: a greedy
+   list scheduler that runs the ready instruction freeing the most bytes. With a dump dir
+   it writes DUMP_DIR/schedule.txt (bytes before/after per computation).
+   hlo_schedule_comp: the same for one computation; *before / *after (may be NULL): peak
+   bytes (hlo_peak_live_bytes) before and after.
+   hlo_peak_live_bytes: arena bytes for the intermediate values of |c| in its text order:
+   one buffer per value-producing instruction (not parameters, constants, root outputs or
+   aliases: reshape, default-layout bitcast, tuple, get-tuple-element, opt-barrier),
+   live from its instruction to its last (alias-followed) use, placed first-fit, 64-byte
+   aligned. hlo_unshared_bytes: the same buffers' sum without reuse (one buffer per
+   instruction). */
+int hlo_count_kernels(const hlo_module *m);
+bool hlo_transpose_is_real(const hlo_instr *t);
+const hlo_instr *hlo_fusion_hero(const hlo_comp *fc);
+void hlo_fusion_relabel(hlo_instr *fusion);
+int64_t hlo_shape_total_bytes(const hlo_shape *s);
+hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins);
+/* Does |x| read a dot (or a dot fusion) that nothing else in |c| reads? epilogue_fusion.c
+   may still give |x| to that dot, so the other fusion passes leave it alone. */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x);
+/* Moves |nc|, the computation appended last to m->comps, to just before |before| (callees
+   first); it stays last when |before| is not in m->comps. */
+void hlo_module_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before);
+/* The entry and the while/conditional computations reached from it (stb_ds array). */
+void hlo_control_comps(hlo_comp *entry, hlo_comp ***out);
+/* A fusion pass's driver: |fn|(comp, &any) on each of hlo_control_comps(m->entry) until one
+   fails; then, when any changed, hlo_module_prune_comps; *changed (may be NULL) = any. */
+typedef hj_status (*hlo_comp_pass_fn)(hlo_comp *c, bool *changed);
+hj_status hlo_fusion_run_control_comps(hlo_module *m, hlo_comp_pass_fn fn, bool *changed);
+hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup);
+hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status hlo_schedule_comp(hlo_comp *c, int64_t *before, int64_t *after);
+int64_t hlo_peak_live_bytes(const hlo_comp *c);
+int64_t hlo_unshared_bytes(const hlo_comp *c);
+
+/* ---- passes/dot_canon.c ------------------------------------------------------------------
+   Rewrites every dot of every computation into the matmul emitter's form: lhs [B,M,K] or
+   [M,K] (contracting = last), rhs [B,K,N]/[K,N] or, when that avoids a physical transpose,
+   [B,N,K]/[N,K]; batch dims {0} or none; transposes/reshapes around it, and a reshape of the
+   [B,M,N] result back to the dot's shape. *changed: some dot was rewritten. */
+hj_status pass_dot_canonicalize(hlo_module *m, bool *changed);
+
+/* ---- passes/fusion_split.c ---------------------------------------------------------------
+   The computation partitioner: a fused instruction that the elemental emitter would
+   evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised
+   by a fusion of its own placed before its consumer (chains of slices/broadcast diamonds
+   otherwise emit exponentially). Run by the CPU backend after the pipeline. Exact.
+   hlo_fusion_index_tuples: the most distinct index tuples at which the emitter evaluates
+   one non-leaf instruction of fused computation |fc| (capped at 65); for tests. */
+hj_status pass_fusion_split(hlo_module *m, bool *changed);
+int hlo_fusion_index_tuples(const hlo_comp *fc);
+
+
+#endif /* HLOJIT_PASSES_H */
