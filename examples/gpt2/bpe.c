@@ -61,7 +61,9 @@ static const char k_pattern[] =
     "])|[" WS "]+";
 
 typedef struct { uint32_t off, len; } span;
-typedef struct { uint64_t key; uint64_t value; } pair_ent;  /* (a<<32|b) -> (rank<<32|merged) */
+/* (a<<32|b) -> (rank<<32|merged). Ids are below 2^24 (load_encoder's limit), so bits 31
+   and 63 of a key are 0, which keeps stb_ds's 8-byte hash clear of UB (see encode_piece). */
+typedef struct { uint64_t key; uint64_t value; } pair_ent;
 typedef struct { char *key; int32_t value; } str_ent;       /* token string -> id (loading) */
 typedef struct {
   uint64_t key;                  /* hash of the piece's bytes */
@@ -494,7 +496,10 @@ static int encode_piece(gpt2_bpe *b, const unsigned char *p, size_t n) {
   if (n == 1) return push_id(b, b->byte_id[p[0]]);
   uint64_t h = 0;
   if (n <= CACHE_MAX_PIECE) {
-    h = stbds_hash_bytes((void *)p, n, 0x9E3779B97F4A7C15ull);
+    /* Bits 31 and 63 cleared: stb_ds hashes an 8-byte key with `d[3] << 24` on an int,
+       which UBSan rightly flags when that byte is >= 0x80. The bytes are compared on a
+       hit, so a narrower hash costs nothing but a rare skipped cache entry. */
+    h = stbds_hash_bytes((void *)p, n, 0x9E3779B97F4A7C15ull) & ~(1ull << 31 | 1ull << 63);
     ptrdiff_t ci = hmgeti(b->cache, h);
     if (ci >= 0) {
       cache_ent *e = &b->cache[ci];
