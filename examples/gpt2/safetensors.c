@@ -107,7 +107,9 @@ static int read_config(const char *path, gpt2_config *c, gpt2_err *err) {
     v[i] = (int)x;
   }
   *c = (gpt2_config){.L = v[0], .NH = v[1], .C = v[2], .V = v[3], .Vp = v[3], .max_T = v[4]};
-  rc = gpt2_w_check_config(c, path, "config.json", err);
+  static const char *const fields[6] = {"n_positions", "vocab_size", "vocab_size",
+                                        "n_layer", "n_head", "n_embd"};
+  rc = gpt2_w_check_config(c, path, fields, err);
 done:
   cJSON_Delete(root);
   free(buf);

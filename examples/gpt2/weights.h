@@ -6,7 +6,9 @@
    The file is mapped read-only (mmap) and every tensor view points into the mapping: nothing
    is copied unless a tensor's data is not aligned to its element size in the file (possible
    in a safetensors file whose header length is not a multiple of 4); such a tensor is copied
-   once and counted in n_copied. Views stay valid until gpt2_weights_free.
+   once and counted in n_copied. Views stay valid until gpt2_weights_free. (Built with
+   AddressSanitizer, the loader reads the file into one heap block instead, so that the
+   sanitizer catches any read past the end of the file.)
 
    LAYOUTS. Matrices are row-major; |layout| says which dim is which:
      GPT2_OUT_IN  (out, in): torch.nn.Linear and llm.c; y = x @ W^T.

@@ -17,17 +17,19 @@ struct gpt2_weights_priv {
   int n_copies;
 };
 
-/* Maps |path| read-only; fails on a missing, empty or non-regular file. */
+/* Maps |path| read-only (reads it into the heap under ASan; see weights.c); fails on a
+   missing, empty or non-regular file. gpt2_w_unmap releases it. */
 int gpt2_w_map(const char *path, void **map, size_t *size, gpt2_err *err);
+void gpt2_w_unmap(void *map, size_t size);
 
 /* A zeroed gpt2_weights with |L| layers that owns |map| (unmapped by gpt2_weights_free,
    also when this fails). */
 int gpt2_w_new(int L, void *map, size_t size, gpt2_weights **out, gpt2_err *err);
 
 /* Checks the dims of |c| (positive, within the limits above, C divisible by NH, Vp >= V);
-   |what| names their source in the message ("header", "config.json"). */
-int gpt2_w_check_config(const gpt2_config *c, const char *path, const char *what,
-                        gpt2_err *err);
+   |names| are the fields' names in the file, for maxT, V, Vp, L, NH, C in that order. */
+int gpt2_w_check_config(const gpt2_config *c, const char *path,
+                        const char *const names[6], gpt2_err *err);
 
 /* Fills |t| with a view of |data| (copied if misaligned for |dt|). |d1| < 0: a vector. */
 int gpt2_w_view(gpt2_weights *w, gpt2_tensor *t, const char *name, const void *data,
