@@ -491,15 +491,22 @@ static void cache_clear(gpt2_bpe *b) {
   b->cache_bytes.n = b->cache_ids.n = 0;
 }
 
+/* FNV-1a of the piece, the cache's key. Not stb_ds's stbds_hash_bytes: that shifts bytes
+   into the sign bit of an int (`d[3] << 24`), which UBSan rightly flags for bytes >= 0x80;
+   for the same reason bits 31 and 63 are cleared, as stb_ds hashes this 8-byte key in turn.
+   The bytes are compared on a hit, so the narrower hash costs at most a skipped entry. */
+static uint64_t piece_hash(const unsigned char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h & ~(1ull << 31 | 1ull << 63);
+}
+
 /* Encodes one regex match: from the cache, else by BPE (then cached). */
 static int encode_piece(gpt2_bpe *b, const unsigned char *p, size_t n) {
   if (n == 1) return push_id(b, b->byte_id[p[0]]);
   uint64_t h = 0;
   if (n <= CACHE_MAX_PIECE) {
-    /* Bits 31 and 63 cleared: stb_ds hashes an 8-byte key with `d[3] << 24` on an int,
-       which UBSan rightly flags when that byte is >= 0x80. The bytes are compared on a
-       hit, so a narrower hash costs nothing but a rare skipped cache entry. */
-    h = stbds_hash_bytes((void *)p, n, 0x9E3779B97F4A7C15ull) & ~(1ull << 31 | 1ull << 63);
+    h = piece_hash(p, n);
     ptrdiff_t ci = hmgeti(b->cache, h);
     if (ci >= 0) {
       cache_ent *e = &b->cache[ci];
