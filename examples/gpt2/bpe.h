@@ -3,7 +3,7 @@
 
    WHAT IT COMPUTES
    For valid UTF-8 text the ids are those of tiktoken's GPT-2 encoding built from the same
-   two files (tests/gpt2/test_tokenizer.py checks this on thousands of strings):
+   two files (tests/gpt2/test_tokenizer.py checks this on over a thousand strings):
      1. With |allow_special|, each literal "<|endoftext|>" becomes the EOT id (50256 in
         GPT-2's files; in another vocabulary the id encoder.json gives that string) and the
         text between them is encoded on its own, as tiktoken's encode(allowed_special="all").
