@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(build-essential pkg-config llvm-19-dev libstb-dev libcmocka-dev libopenblas-dev python3-venv)
+PKGS=(build-essential pkg-config llvm-19-dev libstb-dev libcmocka-dev libopenblas-dev python3-venv
+      libpcre2-dev libcjson-dev)  # the last two: examples/gpt2 (tokenizer regex, JSON)
 REQ=tests/requirements.txt
 VENV=.venv
 STAMP=$VENV/.requirements.sha256

@@ -1,0 +1,95 @@
+# examples/gpt2/gpt2.mk — the GPT-2 example's library-independent parts: the BPE tokenizer
+# (bpe.c), the checkpoint loaders (weights.c, safetensors.c), their command-line tools and
+# their tests. Meant to be included by the top-level Makefile (it uses CC, CFLAGS, B and PY
+# from there); it also runs on its own from the repository root:
+#     make -f examples/gpt2/gpt2.mk -j2 test-gpt2
+#
+# Targets
+#   gpt2-tools      $(B)/examples/gpt2_tok     the tokenizer CLI (encode, decode, bench)
+#                   $(B)/examples/gpt2_wcheck  loads a checkpoint, lists or dumps its tensors
+#                   and both again with ASan+UBSan in $(B)/asan/examples/
+#   test-gpt2       everything below, in order; fails if any fails
+#   test-gpt2-tok   tests/gpt2/test_tokenizer.py: ids vs tiktoken built from the same local
+#                   files on >= 1,000 strings, decode(encode(x)) == x, invalid UTF-8, the
+#                   1 MB encode speed (prints MB/s); tests/gpt2/test_vocab_files.py: bad
+#                   encoder.json / vocab.bpe files under ASan+UBSan
+#   test-gpt2-weights  tests/gpt2/test_weights.py: llm.c and safetensors files made by
+#                   tests/gpt2/gen_checkpoints.py (numpy, the safetensors library) read back
+#                   value for value; truncated, inconsistent and malformed files each give a
+#                   clear error under ASan+UBSan
+#   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process
+#
+# For the gpt2 program: compile GPT2_SRC into it (or link GPT2_OBJ) and add GPT2_LDLIBS.
+# stb_ds comes in under its own names (gpt2_ds.h), so linking libhlojit.a as well is fine.
+# Debian packages: libpcre2-dev libcjson-dev libstb-dev libcmocka-dev (tools/deps.sh);
+# Python: tiktoken, safetensors, ml_dtypes, numpy, pytest (tests/requirements.txt).
+
+CC      ?= cc
+B       ?= build
+PY      ?= .venv/bin/python
+CFLAGS  ?= -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
+           -Wno-missing-field-initializers -fPIC -I.
+GPT2_SANFLAGS ?= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+GPT2_DIR    := examples/gpt2
+GPT2_SRC    := $(GPT2_DIR)/bpe.c $(GPT2_DIR)/weights.c $(GPT2_DIR)/safetensors.c \
+               $(GPT2_DIR)/gpt2_ds.c
+GPT2_HDRS   := $(wildcard $(GPT2_DIR)/*.h)
+GPT2_LDLIBS := -lpcre2-8 -lcjson
+GPT2_OBJ    := $(GPT2_SRC:%.c=$(B)/%.o)
+GPT2_OBJ_SAN := $(GPT2_SRC:%.c=$(B)/asan/%.o)
+GPT2_TOOLS  := $(B)/examples/gpt2_tok $(B)/examples/gpt2_wcheck
+GPT2_TOOLS_SAN := $(B)/asan/examples/gpt2_tok $(B)/asan/examples/gpt2_wcheck
+GPT2_PYTEST := $(PY) -m pytest -q -rfEs
+GPT2_TEST_ENV := GPT2_TOK=$(B)/examples/gpt2_tok GPT2_TOK_ASAN=$(B)/asan/examples/gpt2_tok \
+                 GPT2_WCHECK_ASAN=$(B)/asan/examples/gpt2_wcheck \
+                 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+.PHONY: gpt2-tools test-gpt2 test-gpt2-tok test-gpt2-weights test-gpt2-unit
+
+gpt2-tools: $(GPT2_TOOLS) $(GPT2_TOOLS_SAN)
+
+# These pattern rules are more specific than the top-level $(B)/%.o ones, so make picks
+# them for these files.
+$(B)/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/asan/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -c $< -o $@
+
+$(B)/examples/gpt2_tok: $(B)/$(GPT2_DIR)/gpt2_tok.o $(GPT2_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(GPT2_LDLIBS)
+
+$(B)/examples/gpt2_wcheck: $(B)/$(GPT2_DIR)/gpt2_wcheck.o $(GPT2_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(GPT2_LDLIBS)
+
+$(B)/asan/examples/gpt2_tok: $(B)/asan/$(GPT2_DIR)/gpt2_tok.o $(GPT2_OBJ_SAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) $^ -o $@ $(GPT2_LDLIBS)
+
+$(B)/asan/examples/gpt2_wcheck: $(B)/asan/$(GPT2_DIR)/gpt2_wcheck.o $(GPT2_OBJ_SAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) $^ -o $@ $(GPT2_LDLIBS)
+
+$(B)/asan/tests/test_gpt2_api: tests/gpt2/test_gpt2_api.c $(GPT2_HDRS) $(GPT2_OBJ_SAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -I$(GPT2_DIR) $< $(GPT2_OBJ_SAN) -o $@ \
+	  -lcmocka $(GPT2_LDLIBS)
+
+test-gpt2-tok: gpt2-tools
+	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_tokenizer.py tests/gpt2/test_vocab_files.py
+
+test-gpt2-weights: gpt2-tools
+	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_weights.py
+
+test-gpt2-unit: $(B)/asan/tests/test_gpt2_api
+	ASAN_OPTIONS=detect_leaks=1 GPT2_DATA=$(GPT2_DIR)/data $(B)/asan/tests/test_gpt2_api
+
+test-gpt2:
+	@fail=0; for t in test-gpt2-unit test-gpt2-tok test-gpt2-weights; do \
+	  $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || fail=1; done; \
+	exit $$fail
