@@ -141,7 +141,7 @@ test-fuzz:
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu
+TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2
 
 test: deps
 	@$(MAKE) --no-print-directory all || { echo "== make test: FAILED (build)"; exit 1; }
@@ -156,6 +156,9 @@ test: deps
 
 # Benchmarks (bench/): `make bench`.
 include bench/bench.mk
+
+# The GPT-2 example's tokenizer and checkpoint loaders, and their tests (test-gpt2).
+include examples/gpt2/gpt2.mk
 
 demo: deps
 	$(MAKE) all
