@@ -77,6 +77,7 @@
   X(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 221)                                                 \
   X(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222)                                                \
   X(CUDA_ERROR_INVALID_HANDLE, 400)                                                         \
+  X(CUDA_ERROR_ILLEGAL_STATE, 401)                                                          \
   X(CUDA_ERROR_NOT_FOUND, 500)                                                              \
   X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)                                                        \
   X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701)                                                \
