@@ -100,7 +100,7 @@ static void tc_build_saxpy(tc_mod *t) {
   LLVMTypeRef kp[] = { t->f32, t->gptr, t->gptr, t->i32 };
   LLVMTypeRef kty = LLVMFunctionType(LLVMVoidTypeInContext(t->c), kp, 4, 0);
   LLVMValueRef k = LLVMAddFunction(t->m, "saxpy", kty);
-  cuda_mark_kernel(t->m, k, 256);
+  cuda_mark_kernel(t->m, k, 256, 0);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(t->c, k, "entry");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(t->c, k, "body");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(t->c, k, "done");
@@ -160,6 +160,7 @@ static void test_saxpy_both_archs(void **state) {
     CU_ASSERT_HAS(ptx, want);
     CU_ASSERT_HAS(ptx, ".visible .entry saxpy(");
     CU_ASSERT_HAS(ptx, ".maxntid 256, 1, 1");
+    assert_null(strstr(ptx, ".minnctapersm"));
     /* no implicit contraction: without the `contract` flag a*x+y keeps both roundings
        (.rn stops ptxas fusing them too), as the CPU evaluates it */
     CU_ASSERT_HAS(ptx, "mul.rn.f32");
@@ -188,7 +189,7 @@ static void tc_build_math(tc_mod *t) {
   const char *unary[] = { "__nv_expf", "__nv_logf", "__nv_tanhf" };
   LLVMTypeRef kp[] = { t->gptr, t->gptr };
   LLVMValueRef k = LLVMAddFunction(t->m, "math", LLVMFunctionType(LLVMVoidTypeInContext(t->c), kp, 2, 0));
-  cuda_mark_kernel(t->m, k, 128);
+  cuda_mark_kernel(t->m, k, 128, 4);
   LLVMPositionBuilderAtEnd(t->b, LLVMAppendBasicBlockInContext(t->c, k, "e"));
   LLVMValueRef i = LLVMBuildZExt(t->b, tc_sreg(t, "llvm.nvvm.read.ptx.sreg.tid.x"), t->i64, "");
   LLVMValueRef x = LLVMBuildLoad2(t->b, t->f32, LLVMBuildGEP2(t->b, t->f32, LLVMGetParam(k, 0), &i, 1, ""), "");
@@ -230,6 +231,7 @@ static void test_libdevice(void **state) {
       assert_null(strstr(ptx, "__nv_"));      /* and inlined */
       assert_int_equal(tc_count(ptx, ".func"), 0);
       CU_ASSERT_HAS(ptx, "ex2.approx");       /* expf's core, from libdevice */
+      CU_ASSERT_HAS(ptx, ".maxntid 128, 1, 1\n.minnctapersm 4");
       cuda_ptxas_info info;
       tc_ptxas(ptx, cuda_arch_name((cuda_arch)a), &info);
       print_message("%s round %d: libdevice link %.1f ms, O3 + PTX %.1f ms, %zu bytes of PTX\n",
@@ -267,7 +269,7 @@ static void test_intrinsic_names(void **state) {
   assert_non_null(fma);
   LLVMTypeRef kp[] = { t.gptr };
   LLVMValueRef k = LLVMAddFunction(t.m, "ex2k", LLVMFunctionType(LLVMVoidTypeInContext(t.c), kp, 1, 0));
-  cuda_mark_kernel(t.m, k, 0);
+  cuda_mark_kernel(t.m, k, 0, 0);
   LLVMPositionBuilderAtEnd(t.b, LLVMAppendBasicBlockInContext(t.c, k, "e"));
   LLVMValueRef x = LLVMBuildLoad2(t.b, t.f32, LLVMGetParam(k, 0), "");
   LLVMValueRef y = LLVMBuildCall2(t.b, LLVMGlobalGetValueType(ex2), ex2, &x, 1, "");
@@ -279,6 +281,7 @@ static void test_intrinsic_names(void **state) {
   CU_ASSERT_HAS(ptx, "ex2.approx.f32");
   CU_ASSERT_HAS(ptx, "fma.rn.f32");
   assert_null(strstr(ptx, ".maxntid"));   /* 0: no bound */
+  assert_null(strstr(ptx, ".minnctapersm"));
   cuda_ptxas_info info;
   tc_ptxas(ptx, "sm_80", &info);
   free(ptx);
@@ -290,7 +293,7 @@ static void test_bad_module(void **state) {
   cuda_codegen *cg = tc_cg(CUDA_SM_80);
   tc_mod t = tc_begin(cg, "bad_mod");
   LLVMValueRef k = LLVMAddFunction(t.m, "bad", LLVMFunctionType(LLVMVoidTypeInContext(t.c), NULL, 0, 0));
-  cuda_mark_kernel(t.m, k, 32);
+  cuda_mark_kernel(t.m, k, 32, 0);
   LLVMPositionBuilderAtEnd(t.b, LLVMAppendBasicBlockInContext(t.c, k, "e"));
   LLVMBuildRet(t.b, LLVMConstInt(t.i32, 1, 0));   /* a void function returning i32 */
   char *ptx = (char *)1;
