@@ -35,7 +35,8 @@
        then stores the registers into buffer (s + 1) % 2 and meets the one bar.sync of the
        iteration. Nobody writes buffer (s + 1) % 2 before everyone passed the previous
        barrier, i.e. finished reading it at slice s - 1, so one barrier per slice suffices.
-       The last iteration loads a slice past K: all clamped, all zeros, never read.
+       The last iteration re-loads the last slice (into the buffer nobody reads again), so
+       when BK divides K (64 here) no k is ever out of bounds and k needs no check at all.
     7. Epilogue: for each of its 8 rows and 2 column groups, the 4 values pass through the
        epilogue hook (at clamped indices) and, when row < M and column < N, are stored —
        as one float4 (16 consecutive threads write 256 contiguous bytes of a row) when
@@ -107,25 +108,36 @@ static LLVMValueRef mm_sreg(mm *x, const char *name, cuda_error *e) {
 }
 
 /* A global element row-major [rows, ld] at (r, k): |v4| of 4 along k, or 4 scalars each
-   checked; out-of-bounds elements are 0, their addresses clamped into bounds. */
+   checked; out-of-bounds elements are 0, their addresses clamped into bounds. |kcheck|
+   false: the caller knows k + 3 < ld (no check along k). */
 static LLVMValueRef mm_load4(mm *x, LLVMValueRef base, int64_t rows, int64_t ld, LLVMValueRef r,
-                             LLVMValueRef k, bool vec) {
+                             LLVMValueRef k, bool vec, bool kcheck) {
   LLVMValueRef rin = mm_lt(x, r, rows), rc = mm_min(x, r, rows - 1);
   LLVMValueRef rowp = LLVMBuildMul(x->b, rc, mm_i64(x, ld), "");
   if (vec) {
-    LLVMValueRef in = LLVMBuildAnd(x->b, rin, mm_lt(x, k, ld), "");
-    LLVMValueRef p = mm_gep(x, base, LLVMBuildAdd(x->b, rowp, mm_min(x, k, ld - 4), ""));
+    LLVMValueRef in = kcheck ? LLVMBuildAnd(x->b, rin, mm_lt(x, k, ld), "") : rin;
+    LLVMValueRef kc = kcheck ? mm_min(x, k, ld - 4) : k;
+    LLVMValueRef p = mm_gep(x, base, LLVMBuildAdd(x->b, rowp, kc, ""));
     return LLVMBuildSelect(x->b, in, mm_load(x, x->v4, p, 16), LLVMConstNull(x->v4), "");
   }
   LLVMValueRef v = LLVMConstNull(x->v4);
   for (int e = 0; e < 4; e++) {
     LLVMValueRef ke = LLVMBuildAdd(x->b, k, mm_i64(x, e), "");
-    LLVMValueRef in = LLVMBuildAnd(x->b, rin, mm_lt(x, ke, ld), "");
-    LLVMValueRef p = mm_gep(x, base, LLVMBuildAdd(x->b, rowp, mm_min(x, ke, ld - 1), ""));
+    LLVMValueRef in = kcheck ? LLVMBuildAnd(x->b, rin, mm_lt(x, ke, ld), "") : rin;
+    LLVMValueRef kc = kcheck ? mm_min(x, ke, ld - 1) : ke;
+    LLVMValueRef p = mm_gep(x, base, LLVMBuildAdd(x->b, rowp, kc, ""));
     LLVMValueRef s = LLVMBuildSelect(x->b, in, mm_load(x, x->f32, p, 4), LLVMConstReal(x->f32, 0), "");
     v = LLVMBuildInsertElement(x->b, v, s, mm_i32(x, e), "");
   }
   return v;
+}
+
+/* B as [K,N] at row |k| (in bounds: whole slices), columns col..col+3 (N % 4 == 0). */
+static LLVMValueRef mm_load4_cols(mm *x, LLVMValueRef k, LLVMValueRef col) {
+  const cuda_matmul_spec *s = x->s;
+  LLVMValueRef in = mm_lt(x, col, s->n), cc = mm_min(x, col, s->n - 4);
+  LLVMValueRef p = mm_gep(x, x->B, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, k, mm_i64(x, s->n), ""), cc, ""));
+  return LLVMBuildSelect(x->b, in, mm_load(x, x->v4, p, 16), LLVMConstNull(x->v4), "");
 }
 
 /* Float4 number l of this thread within a slice laid out as [outer][inner/4] float4s. */
@@ -135,9 +147,12 @@ static void mm_split(mm *x, int l, int inner4, LLVMValueRef *outer, LLVMValueRef
   *inner = LLVMBuildMul(x->b, LLVMBuildURem(x->b, f, mm_i32(x, inner4), ""), mm_i32(x, 4), "");
 }
 
-/* Loads slice |k0| (i64) of A (which = 0) or B (1) into |regs|. */
+/* Loads the slice starting at k |k0| (i64) of A (which = 0) or B (1) into |regs|. Slices
+   are whole when BK divides K: then no k is ever out of bounds (the prefetch past the last
+   slice re-reads the last one) and only rows and columns are checked. */
 static void mm_load_slice(mm *x, int which, LLVMValueRef k0, LLVMValueRef *regs) {
   const cuda_matmul_spec *s = x->s;
+  bool kcheck = s->k % x->BK != 0;
   bool kmajor = which == 1 && !s->b_nk;   /* B as [K,N]: rows of the slice are k */
   for (int l = 0; l < x->loads; l++) {
     LLVMValueRef o, in;
@@ -146,12 +161,14 @@ static void mm_load_slice(mm *x, int which, LLVMValueRef k0, LLVMValueRef *regs)
       LLVMValueRef r = LLVMBuildAdd(x->b, which ? x->col0 : x->row0, mm_zext(x, o), "");
       LLVMValueRef k = LLVMBuildAdd(x->b, k0, mm_zext(x, in), "");
       regs[l] = mm_load4(x, which ? x->B : x->A, which ? s->n : s->m, s->k, r, k,
-                         which ? x->vec_b : x->vec_a);
+                         which ? x->vec_b : x->vec_a, kcheck);
     } else {         /* [K, N]: BK rows of T/4 float4s, 4 consecutive columns each */
       mm_split(x, l, x->T / 4, &o, &in);
       LLVMValueRef k = LLVMBuildAdd(x->b, k0, mm_zext(x, o), "");
       LLVMValueRef col = LLVMBuildAdd(x->b, x->col0, mm_zext(x, in), "");
-      regs[l] = mm_load4(x, x->B, s->k, s->n, k, col, x->vec_b);
+      regs[l] = kcheck || !x->vec_b
+                    ? mm_load4(x, x->B, s->k, s->n, k, col, x->vec_b, true)
+                    : mm_load4_cols(x, k, col);
     }
   }
 }
@@ -391,8 +408,12 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
     LLVMValueRef buf = LLVMBuildMul(x.b, cur, slice, "buf");
     LLVMValueRef other = LLVMBuildMul(x.b, LLVMBuildXor(x.b, cur, mm_i32(&x, 1), ""), slice, "");
     LLVMValueRef kt1 = LLVMBuildAdd(x.b, kt, mm_i32(&x, 1), "");
-    LLVMValueRef k0 = LLVMBuildMul(x.b, mm_zext(&x, kt1), mm_i64(&x, x.BK), "");
-    mm_load_slice(&x, 0, k0, ra);   /* slice kt + 1, in flight during the compute */
+    /* slice kt + 1, in flight during the compute; the last iteration re-reads the last
+       slice (clamped), into the buffer nobody reads again */
+    LLVMValueRef next = LLVMBuildSelect(x.b, LLVMBuildICmp(x.b, LLVMIntSLT, kt1, mm_i32(&x, nk), ""),
+                                        kt1, mm_i32(&x, nk - 1), "");
+    LLVMValueRef k0 = LLVMBuildMul(x.b, mm_zext(&x, next), mm_i64(&x, x.BK), "");
+    mm_load_slice(&x, 0, k0, ra);
     mm_load_slice(&x, 1, k0, rb);
     mm_compute(&x, buf, acc);
     mm_store_slice(&x, 0, other, ra);

@@ -251,6 +251,7 @@ static const tg_case tg_gpt2[] = {
 static const tg_case tg_tiles[] = {
   { "square 512 tile 128", 512, 512, 512, 0, 128, 0, false, false },
   { "square 512 tile 64", 512, 512, 512, 0, 64, 0, false, false },
+  { "2048x2048x64 (2-block budget)", 2048, 2048, 64, 0, 0, 0, false, false },
   { "1024x768x768 tile 128 +bias", 1024, 768, 768, 0, 128, 0, false, true },
   { "256x384x128 [N,K] tile 128", 256, 384, 128, 0, 128, 0, true, false },
   { "bk 16 256x256x256", 256, 256, 256, 0, 128, 16, false, false },
