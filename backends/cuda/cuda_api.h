@@ -31,8 +31,11 @@
    cuMemPrefetchAsync took a CUdevice until 12.2, a CUmemLocation and flags since (and CUDA
    13's cuda.h has only the new one under the plain name); the graph kernel-node functions
    take CUDA_KERNEL_NODE_PARAMS_v2 (with kern and ctx) since 12.0; cuStreamGetCaptureInfo
-   has three ABIs (10.1, 11.3, 12.3). Asking by (name, version) or by the suffixed symbol
-   pins the ABI; asking for the plain symbol by dlsym would not. */
+   has three ABIs (10.1, 11.3, 12.3); and CUDA 13 made cuCtxSynchronize_v2(CUcontext) the
+   13.0 ABI of the name cuCtxSynchronize while cuda.h still declares the void one, so
+   asking cuGetProcAddress for "cuCtxSynchronize" at 13000 would return the wrong one.
+   Asking by (name, version) or by the suffixed symbol pins the ABI; asking for the plain
+   symbol by dlsym, or everything at one version, would not. */
 #ifndef HLOJIT_CUDA_API_H
 #define HLOJIT_CUDA_API_H
 

@@ -110,10 +110,16 @@ void cuda_device_close(cuda_device *dv) {
   if (!dv) return;
   cuda_driver *d = dv->d;
   /* Errors here have no one to go to; the process may be exiting with the GPU in error. */
+  if (dv->ctx) d->cuCtxSetCurrent(dv->ctx);
   if (dv->blas) d->cublasDestroy_v2(dv->blas);
   if (dv->stream) d->cuStreamDestroy(dv->stream);
   if (dv->ctx) d->cuDevicePrimaryCtxRelease(dv->dev);
   free(dv);
+}
+
+hj_status cuda_device_bind(cuda_device *dv, cuda_error *e) {
+  return cuda_check(dv->d, dv->d->cuCtxSetCurrent(dv->ctx), e, "cuCtxSetCurrent(device %d)",
+                    dv->info.ordinal);
 }
 
 hj_status cuda_device_sync(cuda_device *dv, cuda_error *e) {

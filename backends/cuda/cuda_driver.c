@@ -145,7 +145,7 @@ static bool cd_resolve(cuda_driver *d, const cuda_sym *s, char *why, size_t n) {
              s->version % 1000 / 10);
   } else if (d->via_getproc) {
     CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    if (d->cuGetProcAddress(s->name, &p, s->version, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
+    if (d->cuGetProcAddress(s->name, &p, s->version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) !=
             CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS)
       p = NULL;
     snprintf(item, sizeof item, "%s (version %d)", s->name, s->version);

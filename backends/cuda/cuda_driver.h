@@ -120,7 +120,10 @@ typedef struct cuda_device {
 /* Retains device |ordinal|'s primary context, makes it current on this thread, creates a
    stream and (when cuBLAS loaded) a cuBLAS handle bound to it. *out NULL on failure. */
 hj_status cuda_device_open(cuda_driver *d, int ordinal, cuda_device **out, cuda_error *e);
-void cuda_device_close(cuda_device *dv);   /* NULL is fine */
+void cuda_device_close(cuda_device *dv);   /* NULL is fine; makes its context current first */
+/* Makes |dv|'s context current on the calling thread (cuda_device_open did so on its own
+   thread); needed before driver calls from any other thread. */
+hj_status cuda_device_bind(cuda_device *dv, cuda_error *e);
 hj_status cuda_device_sync(cuda_device *dv, cuda_error *e);   /* the stream */
 /* "NVIDIA H200, compute capability 9.0, 132 SMs, 139.8 GiB" */
 void cuda_device_describe(const cuda_device *dv, char *buf, size_t n);

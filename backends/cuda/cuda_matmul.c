@@ -280,6 +280,7 @@ static hj_status mm_check(const cuda_matmul_spec *s, int T, cuda_error *e) {
   else if (s->n_extra < 0 || s->n_extra > 8) why = "at most 8 extra buffers";
   else if ((s->m + T - 1) / T > 65535) why = "m / tile <= 65535 (grid y)";
   else if (s->n_extra && !s->epilogue) why = "extra buffers only with an epilogue";
+  else if (s->batch > 1 && s->stride_c < s->m * s->n) why = "batch items of C that do not overlap";
   if (!why) return HJ_OK;
   return cuda_error_set(e, HJ_ERR_INVALID_ARG,
                         "cuda_matmul: bad spec m=%lld n=%lld k=%lld batch=%lld tile=%d bk=%d: "

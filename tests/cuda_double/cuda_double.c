@@ -163,9 +163,13 @@ typedef struct dbl_entry { const char *name; int version; void *fn; } dbl_entry;
 #define DBL_ENTRY(name, version, symbol, required, params) { #name, version, (void *)symbol },
 #define DBL_ENTRY_LEGACY(member, name, version, symbol, required, params) \
   { #name, version, (void *)symbol },
+/* Like the real driver, a newer ABI under an old name: CUDA 13's cuCtxSynchronize_v2 takes
+   the context. A loader asking for "cuCtxSynchronize" at 13000 gets this one. */
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx);
 static const dbl_entry dbl_entries[] = {
   CUDA_API_BOOT_FUNCS(DBL_ENTRY) CUDA_API_DRIVER_FUNCS(DBL_ENTRY)
   CUDA_API_LEGACY_FUNCS(DBL_ENTRY_LEGACY)
+  { "cuCtxSynchronize", 13000, (void *)cuCtxSynchronize_v2 },
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -275,6 +279,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 CUresult cuCtxSetCurrent(CUcontext ctx) { CALLED(); return CUDA_SUCCESS; }
 CUresult cuCtxSynchronize(void) { CALLED(); return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize_v2(CUcontext ctx) { CALLED(); return ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
 /* ---- memory ----------------------------------------------------------------------------- */
 CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b) {

@@ -156,9 +156,17 @@ static void test_open_versions(void **state) {
 #define TD_ASKED_LEGACY(member, name, version, symbol, required, params) \
   TD_ASKED(name, version, symbol, required, params)
   CUDA_API_DRIVER_FUNCS(TD_ASKED) CUDA_API_LEGACY_FUNCS(TD_ASKED_LEGACY)
-  assert_int_equal(cu_dbl.log()->ngetproc, n);
+  assert_int_equal(cu_dbl.log()->ngetproc, n);   /* (before the extra lookup below) */
   assert_int_equal(td_asked("cuMemPrefetchAsync", 12020), 1);
   assert_int_equal(td_asked("cuMemAlloc", 3020), 1);
+  /* CUDA 13's cuCtxSynchronize_v2(ctx) is the 13.0 ABI of the name: we asked for 2.0's */
+  assert_int_equal(d->cuCtxSynchronize(), CUDA_SUCCESS);
+  assert_int_equal(cu_dbl.calls("cuCtxSynchronize"), 1);
+  assert_int_equal(cu_dbl.calls("cuCtxSynchronize_v2"), 0);
+  void *newer = NULL;
+  CUdriverProcAddressQueryResult q;
+  assert_int_equal(d->cuGetProcAddress("cuCtxSynchronize", &newer, 13000, 0, &q), CUDA_SUCCESS);
+  assert_ptr_not_equal(newer, (void *)d->cuCtxSynchronize);
   char buf[1024];
   cuda_driver_describe(d, buf, sizeof buf);
   CU_ASSERT_HAS(buf, "CUDA driver 13.0");
@@ -257,6 +265,7 @@ static void test_device_open_close(void **state) {
   cuda_device_describe(dv, buf, sizeof buf);
   assert_string_equal(buf, "hlojit CUDA test double, compute capability 9.0, 132 SMs, 80.0 GiB");
   cuda_error e;
+  assert_int_equal(cuda_device_bind(dv, &e), HJ_OK);
   cuda_device *bad = (cuda_device *)1;
   assert_int_equal(cuda_device_open(d, 1, &bad, &e), HJ_ERR_INVALID_ARG);
   assert_null(bad);

@@ -217,6 +217,9 @@ static void test_bad_specs(void **state) {
   s.tile = 0, s.n_extra = 1;
   assert_int_equal(cuda_matmul_emit(mod, "k3", &s, &l, &e), HJ_ERR_INVALID_ARG);
   CU_ASSERT_HAS(e.msg, "extra buffers only with an epilogue");
+  s.n_extra = 0, s.batch = 2, s.stride_c = 3;
+  assert_int_equal(cuda_matmul_emit(mod, "k4", &s, &l, &e), HJ_ERR_INVALID_ARG);
+  CU_ASSERT_HAS(e.msg, "batch items of C that do not overlap");
   assert_null(LLVMGetFirstFunction(mod));   /* nothing emitted */
   LLVMDisposeModule(mod);
   LLVMContextDispose(c);
