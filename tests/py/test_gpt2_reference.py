@@ -183,8 +183,12 @@ def test_f32_against_f64_at_gpt2_width():
 def jax_logits(cfg, w, ids):
     """The same model written again with jax.nn, sharing no code with gpt2.py."""
     jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):   # scoped: other suites in the session run JAX in f32
+        return _jax_logits(jax, cfg, w, ids)
+
+
+def _jax_logits(jax, cfg, w, ids):
     jnp = jax.numpy
-    jax.config.update("jax_enable_x64", True)
     p = {k: jnp.asarray(v, jnp.float64) for k, v in w.items()}
     T, C, H = len(ids), cfg.channels, cfg.num_heads
 
