@@ -236,7 +236,9 @@ def main(argv=None):
     log(f"greedy ids: {','.join(map(str, greedy[len(prompt):]))}")
     log(f"wall time: {time.time() - t_start:.0f} s in all")
     with open(out / "train_config.json", "w") as f:
-        json.dump({"args": vars(a), "config": cfg.__dict__, "final_train_loss": final_train,
+        args = dict(vars(a), out=str(out.relative_to(REPO)) if out.is_relative_to(REPO)
+                    else str(out))
+        json.dump({"args": args, "config": cfg.__dict__, "final_train_loss": final_train,
                    "final_val_loss": final_val, "prompt_ids": prompt,
                    "greedy_ids": greedy[len(prompt):]}, f, indent=2)
         f.write("\n")
