@@ -172,7 +172,7 @@ def test_padding_rows_never_reach_logits(ckpts, tmp_path):
 
 def test_f32_against_f64_at_gpt2_width():
     """The reference itself in f32 sits far inside the C program's tolerances."""
-    cfg = gen.make_config(L=4, C=768, NH=12, V=2000, maxT=64)
+    cfg = gen.make_config(L=2, C=768, NH=12, V=2000, maxT=64)
     w = gpt2_io.random_weights(cfg, 5)
     ids = rand_ids(32, cfg.vocab_size, seed=2)
     a, b = gpt2.Model(cfg, w, np.float32).forward(ids), gpt2.Model(cfg, w, np.float64).forward(ids)
@@ -184,19 +184,20 @@ def jax_logits(cfg, w, ids):
     """The same model written again with jax.nn, sharing no code with gpt2.py."""
     jax = pytest.importorskip("jax")
     with jax.enable_x64(True):   # scoped: other suites in the session run JAX in f32
-        return _jax_logits(jax, cfg, w, ids)
+        p = {k: jax.numpy.asarray(v, jax.numpy.float64) for k, v in w.items()}
+        f = jax.jit(lambda p, ids: _jax_logits(jax, cfg, p, ids))   # one compile, not one per op
+        return np.asarray(f(p, jax.numpy.asarray(ids)))
 
 
-def _jax_logits(jax, cfg, w, ids):
+def _jax_logits(jax, cfg, p, ids):
     jnp = jax.numpy
-    p = {k: jnp.asarray(v, jnp.float64) for k, v in w.items()}
     T, C, H = len(ids), cfg.channels, cfg.num_heads
 
     def ln(x, g, b):
         m, v = jnp.mean(x, -1, keepdims=True), jnp.var(x, -1, keepdims=True)
         return (x - m) * jax.lax.rsqrt(v + 1e-5) * g + b
 
-    x = p["wte"][jnp.asarray(ids)] + p["wpe"][:T]
+    x = p["wte"][ids] + p["wpe"][:T]
     mask = jnp.tril(jnp.ones((T, T), bool))
     for l in range(cfg.num_layers):
         q, k, v = jnp.split(jnp.einsum("tc,oc->to", ln(x, p["ln1w"][l], p["ln1b"][l]),
@@ -209,7 +210,7 @@ def _jax_logits(jax, cfg, w, ids):
         hdn = jax.nn.gelu(ln(x, p["ln2w"][l], p["ln2b"][l]) @ p["fcw"][l].T + p["fcb"][l],
                           approximate=True)
         x = x + hdn @ p["fcprojw"][l].T + p["fcprojb"][l]
-    return np.asarray(ln(x, p["lnfw"], p["lnfb"]) @ p["wte"][:cfg.vocab_size].T)
+    return ln(x, p["lnfw"], p["lnfb"]) @ p["wte"][:cfg.vocab_size].T
 
 
 def test_against_independent_jax_formulation(ckpts):
