@@ -17,7 +17,7 @@ LDLIBS  += $(CPU_LDLIBS)
 B       := build
 # The parts of hlojit_impl/ (one folder each, see hlojit_impl/README.md), then the backends.
 # LLVM_FREE_SRC is what the evaluator-only single-header build (HLOJIT_NO_LLVM) contains.
-PARTS   := ir text eval passes runtime api
+PARTS   := ir text eval passes runtime api jit
 LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
            $(wildcard backends/interp/*.c)
 LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))

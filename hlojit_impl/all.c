@@ -38,6 +38,8 @@
 #include "passes/cse.c"
 #include "passes/dce.c"
 #include "passes/dot_canon.c"
+#include "passes/dynamic_padder.c"
+#include "passes/dynamic_padder_ops.c"
 #include "passes/epilogue_fusion.c"
 #include "passes/fusion.c"
 #include "passes/fusion_split.c"
@@ -65,6 +67,11 @@
 #include "api/graph_module.c"
 #include "api/npy.c"
 #include "api/optimize.c"
+
+/* jit/ */
+#include "jit/jit.c"
+#include "jit/jit_run.c"
+#include "jit/jit_trace.c"
 
 /* backends */
 #include "../backends/backends.c"
