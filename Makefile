@@ -121,6 +121,12 @@ PYTEST  := $(PY) -m pytest -q -rfEs
 test-py: all $(BA)/hlojit
 	$(PYTEST) tests/py
 
+# The tracing JIT's sweep driver (tests/py/test_jit_numpy.py runs it).
+$(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+test-py test-py-cpu: $(B)/tests/jit_sweep
+
 test-golden: all
 	$(PYTEST) tests/py/test_golden.py
 
