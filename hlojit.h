@@ -503,7 +503,8 @@ typedef struct hj_jit_stats {
   int64_t evictions;               /* executables dropped by the LRU */
   int entries;                     /* executables in memory now */
   double trace_ms;                 /* total: build function, module, dynamic padder */
-  double compile_ms;               /* total: hj_compile_module of the traces */
+  double compile_ms;               /* total: hj_compile_module of the traces, of which */
+  double passes_ms, emit_ms, optimize_ms, codegen_ms;   /* (hj_exec_stats' parts, summed) */
   const char *last_miss;           /* why the last compile happened; "" before any */
   const char *pad_note;            /* why padding is off (exact sizes); "" when it is on */
 } hj_jit_stats_t;

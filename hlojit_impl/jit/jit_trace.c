@@ -147,6 +147,13 @@ hj_status jit_trace_compile(hj_jit_t *j, const int64_t *key, int nkey, int mode,
   j->last_compile_ms = t2 - t1;
   j->stats.trace_ms += t1 - t0;
   j->stats.compile_ms += t2 - t1;
+  hj_exec_stats_t es;
+  if (hj_exec_stats(e->exec, &es) == HJ_OK) {
+    j->stats.passes_ms += es.passes_ms;
+    j->stats.emit_ms += es.emit_ms;
+    j->stats.optimize_ms += es.optimize_ms;
+    j->stats.codegen_ms += es.codegen_ms;
+  }
   j->stats.compiles++;
   j->stats.exact_compiles += mode == JIT_MODE_EXACT;
   *out = e;
