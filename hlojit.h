@@ -66,9 +66,13 @@
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
               (hj_exec_stats counts them).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
-              shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
-              (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
+              the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
+              dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
+              an LRU memory cache of executables, statistics.
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the disk cache of
+              compiled code, the GPT-2 example. A module with bounded dynamic dims
+              (HJ_DYN, `f32[<=64,768]`) compiled with hj_compile runs at its bounds
+              (get-dimension-size reads the bound); hj_jit_call runs it at any real size.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
