@@ -5,6 +5,7 @@
 
      jit_sweep FUNC N OUT.bin     FUNC: softmax meanvar matmul attention gather concat cumsum
                                         decode (N steps of a KV-cache decode, N <= 512)
+                                        block (a small GPT-2 block writing a KV cache, N <= 512)
 
    Per length n (per step for decode), in order: each input, then each output, as float32
    (int32 for integer arrays), C order; shapes are FUNC's (below), known to the test. Inputs
@@ -71,11 +72,38 @@ static hj_status sw_decode(hj_graph_t *g, const hj_tensor_t *p, int n, void *u) 
   return hj_graph_output(g, v2);
 }
 
+/* A GPT-2 block at small widths (C 16, H 2 heads of 8, MLP 64) that also writes its keys
+   into a KV cache (512, 16) at row 0 — a bucketed prefill: x (T, C), 12 weights, the cache
+   -> y (T, C), the updated cache. */
+static hj_tensor_t sw_heads(hj_tensor_t t, const int64_t *perm) {
+  return hj_transpose(hj_reshape(t, HJ_SHAPE(-1, 2, 8)), perm, 3);
+}
+
+static hj_status sw_block(hj_graph_t *g, const hj_tensor_t *p, int n, void *u) {
+  hj_tensor_t x = p[0];
+  int64_t Tb = -hj_tensor_shape(x).dims[0];
+  hj_tensor_t h = hj_layer_norm(x, p[1], p[2], 1e-5), s[3];
+  hj_tensor_t qkv = hj_add(hj_matmul(h, p[3]), p[4]);                        // (T, 48)
+  const int64_t sizes[3] = { 16, 16, 16 };
+  hj_status st = hj_split(qkv, 1, sizes, 3, s);
+  if (st != HJ_OK) return st;
+  static const int64_t hd[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
+  hj_tensor_t q = sw_heads(s[0], hd), k = sw_heads(s[1], kt), v = sw_heads(s[2], hd);
+  hj_tensor_t att = hj_mul(hj_matmul(q, k), hj_scalar(g, HJ_F32, 1.0 / sqrt(8.0)));   // (H, T, T)
+  att = hj_softmax(hj_select(hj_causal_mask(g, Tb), att, hj_scalar(g, HJ_F32, -INFINITY)), 2);
+  hj_tensor_t y = hj_reshape(hj_transpose(hj_matmul(att, v), hd, 3), HJ_SHAPE(-1, 16));   // (T, C)
+  hj_tensor_t x1 = hj_add(x, hj_add(hj_matmul(y, p[5]), p[6]));
+  hj_tensor_t f = hj_gelu_tanh(hj_add(hj_matmul(hj_layer_norm(x1, p[7], p[8], 1e-5), p[9]), p[10]));
+  hj_graph_output(g, hj_add(x1, hj_add(hj_matmul(f, p[11]), p[12])));
+  hj_tensor_t zero = hj_scalar(g, HJ_S32, 0), st0[2] = { zero, zero };
+  return hj_graph_output(g, hj_dynamic_update_slice(p[13], s[1], st0));     // (512, C)
+}
+
 typedef struct sw_fn {
   const char *name;
   hj_jit_build_fn build;
   int nin, nout;
-  hj_shape_t decl[4];
+  hj_shape_t decl[14];
 } sw_fn;
 
 #define D HJ_DYN(1000)
@@ -88,6 +116,9 @@ static const sw_fn sw_fns[] = {
   { "concat", sw_concat, 3, 1, { HJ_SHAPE(D, 2), HJ_SHAPE(3, 2), HJ_SHAPE(D, 2) } },
   { "cumsum", sw_cumsum, 1, 1, { HJ_SHAPE(2, D) } },
   { "decode", sw_decode, 4, 3, { HJ_SHAPE(1, 8), HJ_SHAPE(512, 8), HJ_SHAPE(512, 8), HJ_SCALAR } },
+  { "block", sw_block, 14, 2, { HJ_SHAPE(HJ_DYN(512), 16), HJ_SHAPE(16), HJ_SHAPE(16), HJ_SHAPE(16, 48),
+                                HJ_SHAPE(48), HJ_SHAPE(16, 16), HJ_SHAPE(16), HJ_SHAPE(16), HJ_SHAPE(16),
+                                HJ_SHAPE(16, 64), HJ_SHAPE(64), HJ_SHAPE(64, 16), HJ_SHAPE(16), HJ_SHAPE(512, 16) } },
 };
 #undef D
 
@@ -125,7 +156,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], sw_fns[i].name) == 0) fn = &sw_fns[i];
   int N = atoi(argv[2]);
   bool decode = fn && fn->build == sw_decode;
-  if (!fn || N < 1 || N > 1000 || (decode && N > 512)) {
+  if (!fn || N < 1 || N > 1000 || ((decode || fn->build == sw_block) && N > 512)) {
     fprintf(stderr, "jit_sweep: unknown function '%s' or N %d out of range\n", argv[1], N);
     return 1;
   }
@@ -137,7 +168,7 @@ int main(int argc, char **argv) {
   co.num_threads = 1;
   hj_ctx_t *ctx;
   if (hj_ctx_create(&co, &ctx) != HJ_OK) return sw_fail(NULL, "hj_ctx_create");
-  hj_jit_param_t params[4];
+  hj_jit_param_t params[14];
   for (int i = 0; i < fn->nin; i++) params[i] = (hj_jit_param_t){ NULL, fn->decl[i] };
   hj_jit_options_t jo;
   hj_jit_options_init(&jo);
@@ -152,7 +183,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int n = 1; n <= N && rc == 0; n++) {
     sw_state = (uint64_t)n * 1000003u + (uint64_t)(fn - sw_fns);
-    hj_buffer_t *in[4] = { NULL }, *out[3] = { NULL };
+    hj_buffer_t *in[14] = { NULL }, *out[3] = { NULL };
     for (int i = 0; i < fn->nin && rc == 0; i++) {
       bool idx = fn->build == sw_gather && i == 1;
       bool pos = decode && i == 3;

@@ -7,7 +7,9 @@ JIT's result must agree within 1e-5 relative (max |error| over max |reference| o
 output, llm.c's check). The statistics line says how many compiles the sweep took: at most
 11 per function (buckets 1, 2, 4, ..., 512, 1000) and none at exact sizes. The decode case is
 500 steps of a KV-cache update at a runtime position with attention over the first pos + 1
-rows: one compile for all of them.
+rows: one compile for all of them. The block case is a small GPT-2 block (layer norms,
+causal attention, MLP) that writes its keys into a KV cache, for every prompt length 1..512
+(a bucketed prefill).
 """
 
 import re
@@ -58,6 +60,30 @@ def f_cumsum(n, x):
     return [np.cumsum(x, axis=1)]
 
 
+def layer_norm(x, g, b):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def f_block(n, x, g1, b1, wqkv, bqkv, wp, bp, g2, b2, wfc, bfc, wfp, bfp, cache):
+    qkv = layer_norm(x, g1, b1) @ wqkv + bqkv
+    q, k, v = (qkv[:, 16 * i:16 * (i + 1)].reshape(n, 2, 8).transpose(1, 0, 2) for i in range(3))
+    att = q @ k.transpose(0, 2, 1) / np.sqrt(8.0)
+    att = softmax(np.where(np.tril(np.ones((n, n), bool)), att, -np.inf))
+    y = (att @ v).transpose(1, 0, 2).reshape(n, 16)
+    x1 = x + y @ wp + bp
+    out = x1 + gelu_tanh(layer_norm(x1, g2, b2) @ wfc + bfc) @ wfp + bfp
+    new_cache = cache.copy()
+    new_cache[:n] = qkv[:, 16:32]
+    return [out, new_cache]
+
+
+BLOCK_IN = [(16,), (16,), (16, 48), (48,), (16, 16), (16,), (16,), (16,), (16, 64), (64,), (64, 16), (16,), (512, 16)]
+
 # name -> (reference, input shapes and dtypes at n, output shapes at n)
 FUNCS = {
     "softmax": (f_softmax, lambda n: [((2, n), "f4")], lambda n: [(2, n)]),
@@ -67,7 +93,9 @@ FUNCS = {
     "gather": (f_gather, lambda n: [((n, 3), "f4"), ((n,), "i4")], lambda n: [(n, 3)]),
     "concat": (f_concat, lambda n: [((n, 2), "f4"), ((3, 2), "f4"), ((n, 2), "f4")], lambda n: [(2 * n + 3, 2)]),
     "cumsum": (f_cumsum, lambda n: [((2, n), "f4")], lambda n: [(2, n)]),
+    "block": (f_block, lambda n: [((n, 16), "f4")] + [(s, "f4") for s in BLOCK_IN], lambda n: [(n, 16), (512, 16)]),
 }
+LENGTHS = {"block": 512}   # its KV cache holds 512 rows
 
 
 def run_sweep(name, n, tmp_path):
@@ -103,14 +131,15 @@ def rel_err(got, want):
 @pytest.mark.parametrize("name", list(FUNCS))
 def test_every_length_equals_numpy(name, tmp_path):
     ref, ins, outs = FUNCS[name]
-    data, calls, compiles, hits, exact, text = run_sweep(name, N, tmp_path)
-    assert calls == N
-    assert compiles <= 11, f"{name}: {compiles} compiles for lengths 1..{N}: {text}"
+    top = LENGTHS.get(name, N)
+    data, calls, compiles, hits, exact, text = run_sweep(name, top, tmp_path)
+    assert calls == top
+    assert compiles <= 11, f"{name}: {compiles} compiles for lengths 1..{top}: {text}"
     assert exact == 0, f"{name}: compiled at exact sizes (padding declined): {text}"
-    assert hits == N - compiles
+    assert hits == top - compiles
     rd = Reader(data)
     worst = (0.0, 0)
-    for n in range(1, N + 1):
+    for n in range(1, top + 1):
         args = [rd.take(s, dt) for s, dt in ins(n)]
         got = [rd.take(s, "f4") for s in outs(n)]
         want = ref(n, *[a.astype(np.float64) if a.dtype.kind == "f" else a for a in args])
@@ -121,7 +150,7 @@ def test_every_length_equals_numpy(name, tmp_path):
             worst = max(worst, (e, n))
             assert e <= RTOL, f"{name} n={n} output {k}: relative error {e:.3g} > {RTOL}"
     assert rd.done(), "the driver wrote more than the test read"
-    print(f"{name}: {compiles} compiles for n = 1..{N}, worst relative error {worst[0]:.2e} at n={worst[1]}")
+    print(f"{name}: {compiles} compiles for n = 1..{top}, worst relative error {worst[0]:.2e} at n={worst[1]}")
 
 
 def test_decode_one_compile(tmp_path):
