@@ -55,6 +55,7 @@
 
 /* runtime/ (the compile driver needs LLVM) */
 #include "runtime/buffer_assign.c"
+#include "runtime/disk_cache.c"
 #include "runtime/pass_hooks.c"
 #include "runtime/thunks.c"
 

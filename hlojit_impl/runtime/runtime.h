@@ -149,6 +149,37 @@ int64_t th_while_scratch_bytes(const hlo_instr *w);
 void rt_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
 double rt_now_ms(void);
 
+/* ---- disk_cache.c: the on-disk cache of compiled code ---------------------------------------
+   A directory of entry files keyed by the whole key material (see the file's comment for
+   the format, the atomic writes and the eviction). LLVM-free; a cache never fails what it
+   serves: problems are misses.
+   rt_dcache_resolve_dir: the directory for |dir| (NULL: $HLOJIT_CACHE_DIR, else
+     $XDG_CACHE_HOME/hlojit, else $HOME/.cache/hlojit); false when the cache is off ("off")
+     or no directory is known.
+   rt_dcache_open: *out NULL (and HJ_OK) when off or the directory cannot be made;
+     |max_bytes| 0: $HLOJIT_CACHE_MAX_MB MiB, else 1 GiB.
+   rt_dcache_get: true on a hit, *payload malloc'd (free it), *n its bytes; false on a miss,
+     |why| (may be NULL) saying why: "no entry", or the reason a bad entry was rejected (it
+     is deleted). rt_dcache_put: atomic write, then eviction down to max_bytes; HJ_ERR_IO
+     (message set) when the write failed, which callers may ignore.
+   rt_dcache_evict: deletes least recently used entries while the directory holds more than
+     max_bytes, and temporary files older than ten minutes; returns how many entries.
+   rt_dcache_entry_path: the file of |key| (for tests and tools). */
+typedef struct rt_dcache rt_dcache;
+typedef struct rt_dcache_stats {
+  int64_t hits, misses, rejected, writes, write_errors, evictions;
+} rt_dcache_stats;
+bool rt_dcache_resolve_dir(const char *dir, char *buf, size_t n);
+hj_status rt_dcache_open(hj_ctx_t *ctx, const char *dir, int64_t max_bytes, rt_dcache **out);
+void rt_dcache_close(rt_dcache *c);
+const char *rt_dcache_dir(const rt_dcache *c);
+bool rt_dcache_get(rt_dcache *c, const void *key, size_t klen, void **payload, size_t *n, char *why,
+                   size_t whyn);
+hj_status rt_dcache_put(rt_dcache *c, const void *key, size_t klen, const void *payload, size_t n);
+int64_t rt_dcache_evict(rt_dcache *c);
+rt_dcache_stats rt_dcache_get_stats(rt_dcache *c);
+void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n);
+
 /* The compile driver needs LLVM (the emitters); the evaluator-only single-header build
    (HLOJIT_NO_LLVM) has neither. */
 #ifndef HLOJIT_NO_LLVM
