@@ -9,6 +9,7 @@
 #include <math.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <pthread.h>
 
 static hj_ctx_t *tj_ctx(void) {
   hj_ctx_options_t o;
@@ -505,6 +506,69 @@ static void test_dynamic_ops(void **state) {
   hj_ctx_destroy(ctx);
 }
 
+/* ---- threads, the evaluator backend ---------------------------------------------------------- */
+
+typedef struct { hj_ctx_t *ctx; hj_jit_t *j; int first; int bad; } tj_worker;
+
+static void *tj_work(void *arg) {
+  tj_worker *w = arg;
+  for (int k = 0; k < 60; k++) {
+    int T = 1 + (w->first + 7 * k) % 16;
+    hj_buffer_t *x = NULL, *out[1] = { NULL };
+    float v[2 * 16];
+    for (int i = 0; i < 2 * T; i++) v[i] = (float)((i * 13 + T) % 7) - 3;
+    if (hj_buffer_from_host(w->ctx, HJ_F32, HJ_SHAPE(2, T), v, &x) != HJ_OK ||
+        hj_jit_call(w->j, &x, 1, out, 1) != HJ_OK) {
+      w->bad++;
+      hj_buffer_destroy(x);
+      continue;
+    }
+    const float *y = hj_buffer_host_ptr(out[0]);
+    for (int r = 0; r < 2; r++) {
+      double sum = 0;
+      for (int i = 0; i < T; i++) sum += y[r * T + i];
+      w->bad += fabs(sum - 1) > 1e-5 || hj_buffer_shape(out[0]).dims[1] != T;
+    }
+    hj_buffer_destroy(x);
+    hj_buffer_destroy(out[0]);
+  }
+  return NULL;
+}
+
+/* Calls from several threads are serialised on the jit (and share its cache). */
+static void test_threads(void **state) {
+  hj_ctx_t *ctx = tj_ctx();
+  hj_jit_param_t p[1] = { { "x", HJ_SHAPE(2, HJ_DYN(16)) } };
+  hj_jit_t *j = tj_jit(ctx, tj_softmax, NULL, p, 1, NULL);
+  pthread_t th[3];
+  tj_worker w[3];
+  for (int i = 0; i < 3; i++) {
+    w[i] = (tj_worker){ ctx, j, i * 5, 0 };
+    assert_int_equal(pthread_create(&th[i], NULL, tj_work, &w[i]), 0);
+  }
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(w[i].bad, 0);
+  }
+  hj_jit_stats_t s = tj_stats(j);
+  assert_int_equal(s.calls, 180);
+  assert_int_equal(s.compiles, 5);   /* 1 2 4 8 16 */
+  assert_int_equal(s.memory_hits, 175);
+  hj_jit_destroy(j);
+  hj_ctx_destroy(ctx);
+}
+
+/* The padded module runs on the reference evaluator as well. */
+static void test_interp_backend(void **state) {
+  hj_ctx_t *ctx = tu_ctx();   /* HJ_BACKEND_INTERP */
+  hj_jit_param_t p[1] = { { "x", HJ_SHAPE(2, HJ_DYN(8)) } };
+  hj_jit_t *j = tj_jit(ctx, tj_softmax, NULL, p, 1, NULL);
+  for (int T = 1; T <= 8; T++) tj_check_softmax(ctx, j, T);
+  assert_int_equal(tj_stats(j).compiles, 4);
+  hj_jit_destroy(j);
+  hj_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_power_of_two_buckets),
@@ -519,6 +583,8 @@ int main(void) {
     cmocka_unit_test(test_log_line),
     cmocka_unit_test(test_decode_runtime_position),
     cmocka_unit_test(test_dynamic_ops),
+    cmocka_unit_test(test_threads),
+    cmocka_unit_test(test_interp_backend),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
