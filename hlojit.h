@@ -151,6 +151,9 @@ typedef struct hj_ctx_options {
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);
                                for measuring what fusion buys */
+  const char *cache_dir;    /* the disk cache of compiled code: NULL: $HLOJIT_CACHE_DIR, else
+                               $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off": none
+                               (HLOJIT_CACHE_MAX_MB bounds it, default 1024) */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -406,7 +409,10 @@ typedef struct hj_exec_stats {
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
+  int code_source;            /* where the machine code came from: HJ_CODE_COMPILED, _MEMORY
+                                 (the same code was loaded in this context already), _DISK */
 } hj_exec_stats_t;
+enum { HJ_CODE_COMPILED = 0, HJ_CODE_MEMORY = 1, HJ_CODE_DISK = 2 };
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 
 /* ---- buffers --------------------------------------------------------------------------- */

@@ -91,6 +91,7 @@
 #include "emitters/reduction.c"
 #include "emitters/transpose.c"
 #include "../backends/cpu/cpu_backend.c"
+#include "../backends/cpu/cpu_code_cache.c"
 #include "../backends/cpu/cpu_jit.c"
 #include "../backends/cpu/cpu_matmul.c"
 #include "../backends/cpu/threadpool.c"

@@ -153,6 +153,7 @@ hj_status jit_trace_compile(hj_jit_t *j, const int64_t *key, int nkey, int mode,
     j->stats.emit_ms += es.emit_ms;
     j->stats.optimize_ms += es.optimize_ms;
     j->stats.codegen_ms += es.codegen_ms;
+    j->stats.disk_hits += es.code_source == HJ_CODE_DISK;
   }
   j->stats.compiles++;
   j->stats.exact_compiles += mode == JIT_MODE_EXACT;

@@ -87,8 +87,9 @@ hj_status rt_dcache_open(hj_ctx_t *ctx, const char *dir, int64_t max_bytes, rt_d
   if (!c) return hj__err(ctx, HJ_ERR_OOM, "disk cache: out of memory");
   c->ctx = ctx;
   snprintf(c->dir, sizeof c->dir, "%s", d);
-  const char *mb = getenv("HLOJIT_CACHE_MAX_MB");
-  c->max_bytes = max_bytes > 0 ? max_bytes : mb && atoll(mb) > 0 ? atoll(mb) << 20 : (int64_t)1 << 30;
+  const char *mb = getenv("HLOJIT_CACHE_MAX_MB");   /* MiB, fractions allowed */
+  double lim = mb ? atof(mb) * 1048576.0 : 0;
+  c->max_bytes = max_bytes > 0 ? max_bytes : lim >= 1 ? (int64_t)lim : (int64_t)1 << 30;
   pthread_mutex_init(&c->mu, NULL);
   *out = c;
   return HJ_OK;
@@ -146,11 +147,15 @@ static uint64_t dc_checksum(const void *key, size_t klen, const void *payload, s
   return XXH3_64bits_withSeed(payload, n, XXH3_64bits(key, klen));
 }
 
-void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n) {
+void rt_dcache_digest(const void *data, size_t n, char hex[33]) {
   uint8_t d[16];
-  dc_digest(key, klen, d);
-  char hex[33];
+  dc_digest(data, n, d);
   for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n) {
+  char hex[33];
+  rt_dcache_digest(key, klen, hex);
   snprintf(buf, n, "%s/%s.hjc", c->dir, hex);
 }
 

@@ -157,7 +157,7 @@ double rt_now_ms(void);
      $XDG_CACHE_HOME/hlojit, else $HOME/.cache/hlojit); false when the cache is off ("off")
      or no directory is known.
    rt_dcache_open: *out NULL (and HJ_OK) when off or the directory cannot be made;
-     |max_bytes| 0: $HLOJIT_CACHE_MAX_MB MiB, else 1 GiB.
+     |max_bytes| 0: $HLOJIT_CACHE_MAX_MB MiB (fractions allowed), else 1 GiB.
    rt_dcache_get: true on a hit, *payload malloc'd (free it), *n its bytes; false on a miss,
      |why| (may be NULL) saying why: "no entry", or the reason a bad entry was rejected (it
      is deleted). rt_dcache_put: atomic write, then eviction down to max_bytes; HJ_ERR_IO
@@ -179,6 +179,8 @@ hj_status rt_dcache_put(rt_dcache *c, const void *key, size_t klen, const void *
 int64_t rt_dcache_evict(rt_dcache *c);
 rt_dcache_stats rt_dcache_get_stats(rt_dcache *c);
 void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n);
+/* XXH3-128 of |data| as 32 hex digits (the entry names' hash; for keys built by backends). */
+void rt_dcache_digest(const void *data, size_t n, char hex[33]);
 
 /* The compile driver needs LLVM (the emitters); the evaluator-only single-header build
    (HLOJIT_NO_LLVM) has neither. */

@@ -12,7 +12,7 @@
    come from a splitmix64 stream seeded with (FUNC, n): floats uniform in [-1, 1), gather
    indices in [-2, n + 2) (out of range on purpose: the gather clamps, as np.clip does).
    The last line on stdout is the JIT's statistics:
-     stats calls=C compiles=K memory_hits=H exact_compiles=E trace_ms=.. compile_ms=..
+     stats calls=C compiles=K memory_hits=H exact_compiles=E disk_hits=D trace_ms=.. compile_ms=..
    Exit status 0 on success, 1 with the library's message on stderr. */
 #include "hlojit.h"
 #include <math.h>
@@ -222,9 +222,9 @@ int main(int argc, char **argv) {
   if (fclose(f) != 0 && rc == 0) rc = sw_fail(NULL, "writing the output file");
   hj_jit_stats_t st;
   hj_jit_stats(jit, &st);
-  printf("stats calls=%lld compiles=%lld memory_hits=%lld exact_compiles=%lld trace_ms=%.1f compile_ms=%.1f\n",
-         (long long)st.calls, (long long)st.compiles, (long long)st.memory_hits, (long long)st.exact_compiles,
-         st.trace_ms, st.compile_ms);
+  printf("stats calls=%lld compiles=%lld memory_hits=%lld exact_compiles=%lld disk_hits=%lld trace_ms=%.1f "
+         "compile_ms=%.1f\n", (long long)st.calls, (long long)st.compiles, (long long)st.memory_hits,
+         (long long)st.exact_compiles, (long long)st.disk_hits, st.trace_ms, st.compile_ms);
   if (st.pad_note[0]) printf("pad_note %s\n", st.pad_note);
   hj_buffer_destroy(cache[0]);
   hj_buffer_destroy(cache[1]);
