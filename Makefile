@@ -20,8 +20,9 @@ B       := build
 PARTS   := ir text eval passes runtime api jit
 LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
            $(wildcard backends/interp/*.c)
-LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))
-LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c $(wildcard hlojit_impl/emitters/*.c) \
+LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c,$(LLVM_FREE_SRC))
+LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c \
+           $(wildcard hlojit_impl/emitters/*.c) \
            $(CPU_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)

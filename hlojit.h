@@ -34,9 +34,23 @@
      translation unit. Compile it with -std=gnu11, -I pointing at the directory holding
      hlojit.h and hlojit_impl/ (and backends/ beside them), and
      -I$(llvm-config-19 --includedir); link with $(llvm-config-19 --ldflags --libs)
-     -lm -lpthread -ldl. Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
+     -lm -lpthread -ldl. Both need the headers <stb/stb_ds.h> and <xxhash.h> (Debian
+     libstb-dev, libxxhash-dev; used header-only, nothing more to link). Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
      headers or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
      HJ_BACKEND_CPU fails, saying so).
+
+   CODE CACHE
+   The CPU backend compiles an executable's kernels (one LLVM module) once per key and keeps
+   the machine code: loaded in the context (a module compiled twice is compiled once, also
+   after its executables are destroyed), and on disk as a relocatable object file that a
+   later process loads into its JIT instead of compiling (hj_exec_stats().code_source says
+   which happened). The key is the emitted LLVM IR (names made canonical) with the LLVM
+   version, target triple, CPU name and features, so code from another hlojit, LLVM or CPU
+   is never loaded. Directory: hj_ctx_options.cache_dir, else $HLOJIT_CACHE_DIR, else
+   $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off" disables it. $HLOJIT_CACHE_MAX_MB
+   bounds it (default 1024; least recently used entries go first). Writes are atomic (a
+   temporary file renamed), so processes may share a directory; a truncated, corrupt,
+   foreign or mismatched entry is a miss: recompiled and rewritten, never loaded.
 
    CONVENTIONS
    - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
@@ -68,9 +82,10 @@
               (hj_exec_stats counts them).
               the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
               dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
-              an LRU memory cache of executables, statistics.
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the disk cache of
-              compiled code, the GPT-2 example. A module with bounded dynamic dims
+              an LRU memory cache of executables, statistics;
+              the code cache (CPU backend): machine code compiled once per context and kept
+              on disk for the next process (CODE CACHE below).
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A module with bounded dynamic dims
               (HJ_DYN, `f32[<=64,768]`) compiled with hj_compile runs at its bounds
               (get-dimension-size reads the bound); hj_jit_call runs it at any real size.
 */
@@ -476,8 +491,9 @@ hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
    - Inside |build|, hj_tensor_shape() of a dynamic dim gives -bucket (the bound, negated);
      the real size as a tensor is hj_dim_size(). Reshape targets are static: write the
      dynamic dim as -1 (inferred) or as the bound.
-   Statistics count calls, compiles, memory hits, disk hits (later), evictions, and the
-   trace and compile times; with HLOJIT_LOG=1 every miss prints one line on stderr:
+   Statistics count calls, compiles, memory hits, disk hits (compiles whose machine code came
+   from the disk cache), evictions, and the trace and compile times; with HLOJIT_LOG=1 every
+   miss prints one line on stderr:
      hlojit: jit 'NAME': miss 3 (param 'x' dim 0: bucket 8 -> 16 (size 9)): trace 0.1 ms, compile 41.0 ms */
 typedef struct hj_jit hj_jit_t;
 

@@ -80,6 +80,7 @@
 
 #ifndef HLOJIT_NO_LLVM
 #include "runtime/compile.c"
+#include "runtime/code_key.c"
 #include "emitters/dus.c"
 #include "emitters/elemental.c"
 #include "emitters/elemental_index.c"

@@ -2,21 +2,11 @@
    LLVM module is compiled once per key, kept loaded for the context (a module compiled
    twice is compiled once), and stored on disk (runtime/disk_cache.c) for the next process.
 
-   The key is what determines the machine code: the emitted LLVM IR (before O3) with its
-   process-specific names made canonical, hashed (XXH3-128), plus the code's identity
-   (cpu_jit_code_id: LLVM version, triple, CPU name, features) and a format tag. Keying on the
-   IR rather than on the HLO means that any change of the emitters (a new hlojit) changes the
-   key, so code made by another build is never loaded; and everything the runtime derives
-   from emission (kernel kinds, ranges, matmul plans) is made in this process from the same
-   IR, so it always matches the loaded code.
-
-   Names. The emitters name kernels from a per-JIT counter ("hjk.57"), which differs from run
-   to run. Finishing a module therefore renames every defined function and global, in module
-   order: first to neutral names ("f.0", "g.3") for hashing (module identifier and source
-   file name set to constants for the hash, then restored for dumps), then to
-   "hj<digest>.f<i>" / ".g<i>", unique in the JIT because the digest is the content; every
-   thunk symbol and matmul-plan kernel name follows (a rename map). Two executables of the
-   same key share the loaded code (refcounted; unreferenced code stays loaded, up to
+   The key (runtime/code_key.c, shared with other backends): the emitted LLVM IR before O3
+   with canonical names, hashed, plus the code's identity (cpu_jit_code_id: LLVM version,
+   triple, CPU name, features); the module's functions are renamed "hj<digest>.f<i>", unique
+   in the JIT because the digest is the content, and the thunks follow. Two executables of
+   the same key share the loaded code (refcounted; unreferenced code stays loaded, up to
    CC_KEEP keys, least recently used first out).
 
    Finishing a module, cheapest first: loaded already (memory hit); the disk entry, its
@@ -24,7 +14,6 @@
    emitted by the target machine, added to ORC and written to disk. Disk problems are
    misses, never errors. */
 #include "cpu_code_cache.h"
-#include "../../hlojit_impl/emitters/matmul_plan.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -75,75 +64,6 @@ void cpu_cc_destroy(cpu_cc *c) {
 
 const char *cpu_cc_dir(const cpu_cc *c) { return c && c->disk ? rt_dcache_dir(c->disk) : ""; }
 
-/* ---- names ------------------------------------------------------------------------------------ */
-
-typedef struct { char *key; char *value; } cc_name;   /* stb_ds string map: old -> new */
-
-static bool cc_defined_fn(LLVMValueRef f) { return !LLVMIsDeclaration(f); }
-static bool cc_defined_global(LLVMValueRef g) { return LLVMGetInitializer(g) != NULL; }
-
-/* Renames every defined function ("PREFIX.f<i>") and global ("PREFIX.g<i>") in module order;
-   |orig| (may be NULL) receives the functions' names before (strdup'd, module order). */
-static void cc_rename(LLVMModuleRef mod, const char *prefix, char ***orig) {
-  char name[160];
-  int i = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-    if (!cc_defined_fn(f)) continue;
-    snprintf(name, sizeof name, "%s%sf%d", prefix, *prefix ? "." : "", i++);
-    if (orig) {
-      size_t len;
-      const char *old = LLVMGetValueName2(f, &len);
-      arrput(*orig, strndup(old, len));
-    }
-    LLVMSetValueName2(f, name, strlen(name));
-  }
-  i = 0;
-  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
-    if (!cc_defined_global(g)) continue;
-    snprintf(name, sizeof name, "%s%sg%d", prefix, *prefix ? "." : "", i++);
-    LLVMSetValueName2(g, name, strlen(name));
-  }
-}
-
-/* |s| (a char array of |n|) through |map|; unchanged when absent. */
-static void cc_apply(cc_name *map, char *s, size_t n) {
-  if (!s[0]) return;
-  char *v = shget(map, s);
-  if (v) snprintf(s, n, "%s", v);
-}
-
-/* ---- keys ------------------------------------------------------------------------------------- */
-
-/* Neutral names (the originals into |orig|), the IR hashed; *key (malloc'd) the key
-   material, |digest| its hash. */
-static hj_status cc_key(cpu_jit *j, LLVMModuleRef mod, char ***orig, char **key, size_t *klen, char digest[33]) {
-  size_t idlen;
-  const char *id0 = LLVMGetModuleIdentifier(mod, &idlen);
-  char *id = strndup(id0, idlen);
-  cc_rename(mod, "", orig);
-  LLVMSetModuleIdentifier(mod, "hlojit", 6);
-  LLVMSetSourceFileName(mod, "hlojit", 6);
-  char *ir = LLVMPrintModuleToString(mod);
-  char irh[33], cid[2048];
-  rt_dcache_digest(ir, strlen(ir), irh);
-  LLVMDisposeMessage(ir);
-  if (id) {
-    LLVMSetModuleIdentifier(mod, id, idlen);
-    LLVMSetSourceFileName(mod, id, idlen);
-    free(id);
-  }
-  cpu_jit_code_id(j, cid, sizeof cid);
-  char *k = NULL;
-  sb_printf(&k, "hlojit code cache v1; hlojit %d.%d; %s; ir %s", HJ_VERSION_MAJOR, HJ_VERSION_MINOR, cid, irh);
-  *klen = (size_t)arrlen(k) - 1;
-  *key = malloc(*klen + 1);
-  if (*key) memcpy(*key, k, *klen + 1);
-  arrfree(k);
-  if (!*key) return HJ_ERR_OOM;
-  rt_dcache_digest(*key, *klen, digest);
-  return HJ_OK;
-}
-
 /* ---- loaded code ------------------------------------------------------------------------------ */
 
 static cpu_cc_code *cc_find(cpu_cc *c, const char *digest) {
@@ -187,17 +107,6 @@ void cpu_cc_release(cpu_cc *c, cpu_jit *j, cpu_cc_code *k) {
 
 /* ---- finishing a module ----------------------------------------------------------------------- */
 
-static void cc_rename_thunks(rt_exec *x, cc_name *map) {
-  for (ptrdiff_t i = 0; i < arrlen(x->kernels); i++) {
-    th_thunk *t = x->kernels[i];
-    cc_apply(map, t->sym, sizeof t->sym);
-    if (!t->matmul) continue;
-    for (int u = 0; u < 2; u++) cc_apply(map, t->matmul->ukr_name[u], sizeof t->matmul->ukr_name[u]);
-    cc_apply(map, t->matmul->gemv_name, sizeof t->matmul->gemv_name);
-    cc_apply(map, t->matmul->epi_name, sizeof t->matmul->epi_name);
-  }
-}
-
 /* A miss: O3, the object, into ORC, onto disk. */
 static hj_status cc_compile(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, const char *key, size_t klen,
                             cpu_jit_rt **rt, double *opt_ms) {
@@ -223,29 +132,16 @@ static hj_status cc_compile(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, const cha
 hj_status cpu_cc_finish(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, rt_exec *x, cpu_cc_code **out, int *source) {
   *out = NULL;
   *source = HJ_CODE_COMPILED;
-  char *key = NULL, digest[33], **orig = NULL;
-  size_t klen = 0;
-  hj_status st = cc_key(j, jm->mod, &orig, &key, &klen, digest);
+  char cid[2048];
+  cpu_jit_code_id(j, cid, sizeof cid);
+  rt_code_key ck;
+  hj_status st = rt_code_key_make(c->ctx, jm->mod, cid, x, &ck);
   if (st != HJ_OK) {
-    for (ptrdiff_t i = 0; i < arrlen(orig); i++) free(orig[i]);
-    arrfree(orig);
     cpu_jit_module_dispose(jm);
-    return hj__err(c->ctx, st, "CPU backend: out of memory");
+    return st;
   }
-  char prefix[40], name[160];
-  snprintf(prefix, sizeof prefix, "hj%s", digest);
-  cc_rename(jm->mod, prefix, NULL);
-  cc_name *map = NULL;   /* original -> final: the final names follow module order as well */
-  sh_new_strdup(map);
-  for (ptrdiff_t i = 0; i < arrlen(orig); i++) {
-    snprintf(name, sizeof name, "%s.f%d", prefix, (int)i);
-    shput(map, orig[i], strdup(name));
-    free(orig[i]);
-  }
-  arrfree(orig);
-  cc_rename_thunks(x, map);
-  for (ptrdiff_t i = 0; i < shlen(map); i++) free(map[i].value);
-  shfree(map);
+  const char *key = ck.key, *digest = ck.digest;
+  size_t klen = ck.len;
   pthread_mutex_lock(&c->mu);
   cpu_cc_code *k = cc_find(c, digest);
   cpu_jit_rt *rt = NULL;
@@ -277,7 +173,7 @@ hj_status cpu_cc_finish(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, rt_exec *x, c
   x->stats.optimize_ms = opt_ms;
   x->stats.code_source = *source;
   cpu_jit_module_dispose(jm);
-  free(key);
+  rt_code_key_free(&ck);
   *out = k;
   return st;
 }

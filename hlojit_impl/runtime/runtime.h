@@ -245,6 +245,20 @@ typedef struct rt_target {
    freed). Free a compiled one with rt_exec_free (after the backend unloaded its code). */
 hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_exec *out);
 void rt_exec_free(rt_exec *x);
+
+/* ---- code_key.c: the key of an emitted module's machine code, for code caches ------------------
+   rt_code_key_make: renames |mod|'s definitions canonically, hashes its IR, and gives the
+   key material (|target_id|: the code's identity, e.g. LLVM version, triple, CPU, features)
+   and its digest; the functions end up named "hj<digest>.f<i>" and x's kernel thunks and
+   matmul plans (x may be NULL) follow. Call it after emission, before optimisation. */
+typedef struct rt_code_key {
+  char *key;                     /* malloc'd, NUL-terminated key material */
+  size_t len;
+  char digest[33];               /* XXH3-128 of the key, hex: the disk entry's name */
+} rt_code_key;
+hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x,
+                           rt_code_key *out);
+void rt_code_key_free(rt_code_key *k);
 #endif /* HLOJIT_NO_LLVM */
 
 #endif /* HLOJIT_RUNTIME_H */
