@@ -247,7 +247,8 @@ static hj_status jit_miss(hj_jit_t *j, hj_buffer_t *const *in, int64_t **key, in
     hj_ctx_clear_error(j->ctx);
     if ((st = jit_key_build(j, in, JIT_MODE_EXACT, key, real)) != HJ_OK) return st;
     jit_entry *e = jit_lookup(j, *key, (int)arrlen(*key), jit_hash(*key, (int)arrlen(*key)));
-    if (e) {
+    if (e) {   /* compiled at this exact size before */
+      j->stats.memory_hits++;
       *out = e;
       return HJ_OK;
     }
