@@ -23,11 +23,12 @@ CFLAGS  += $(CUDA_CFLAGS)
 LDLIBS  += $(CUDA_LDLIBS)
 # The parts of hlojit_impl/ (one folder each, see hlojit_impl/README.md), then the backends.
 # LLVM_FREE_SRC is what the evaluator-only single-header build (HLOJIT_NO_LLVM) contains.
-PARTS   := ir text eval passes runtime api
+PARTS   := ir text eval passes runtime api jit
 LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
            $(wildcard backends/interp/*.c)
-LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))
-LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c $(wildcard hlojit_impl/emitters/*.c) \
+LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c,$(LLVM_FREE_SRC))
+LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c \
+           $(wildcard hlojit_impl/emitters/*.c) \
            $(CPU_SRC) $(CUDA_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
@@ -124,6 +125,12 @@ PYTEST  := $(PY) -m pytest -q -rfEs
 
 test-py: all $(BA)/hlojit
 	$(PYTEST) tests/py
+
+# The tracing JIT's sweep driver (tests/py/test_jit_numpy.py runs it).
+$(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+test-py test-py-cpu: $(B)/tests/jit_sweep
 
 test-golden: all
 	$(PYTEST) tests/py/test_golden.py

@@ -34,9 +34,23 @@
      translation unit. Compile it with -std=gnu11, -I pointing at the directory holding
      hlojit.h and hlojit_impl/ (and backends/ beside them), and
      -I$(llvm-config-19 --includedir); link with $(llvm-config-19 --ldflags --libs)
-     -lm -lpthread -ldl. Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
+     -lm -lpthread -ldl. Both need the headers <stb/stb_ds.h> and <xxhash.h> (Debian
+     libstb-dev, libxxhash-dev; used header-only, nothing more to link). Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
      headers or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
      HJ_BACKEND_CPU fails, saying so).
+
+   CODE CACHE
+   The CPU backend compiles an executable's kernels (one LLVM module) once per key and keeps
+   the machine code: loaded in the context (a module compiled twice is compiled once, also
+   after its executables are destroyed), and on disk as a relocatable object file that a
+   later process loads into its JIT instead of compiling (hj_exec_stats().code_source says
+   which happened). The key is the emitted LLVM IR (names made canonical) with the LLVM
+   version, target triple, CPU name and features, so code from another hlojit, LLVM or CPU
+   is never loaded. Directory: hj_ctx_options.cache_dir, else $HLOJIT_CACHE_DIR, else
+   $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off" disables it. $HLOJIT_CACHE_MAX_MB
+   bounds it (default 1024; least recently used entries go first). Writes are atomic (a
+   temporary file renamed), so processes may share a directory; a truncated, corrupt,
+   foreign or mismatched entry is a miss: recompiled and rewritten, never loaded.
 
    CONVENTIONS
    - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
@@ -66,9 +80,14 @@
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
               (hj_exec_stats counts them).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
-              shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
-              (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
+              the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
+              dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
+              an LRU memory cache of executables, statistics;
+              the code cache (CPU backend): machine code compiled once per context and kept
+              on disk for the next process (CODE CACHE below).
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A module with bounded dynamic dims
+              (HJ_DYN, `f32[<=64,768]`) compiled with hj_compile runs at its bounds
+              (get-dimension-size reads the bound); hj_jit_call runs it at any real size.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -147,6 +166,9 @@ typedef struct hj_ctx_options {
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);
                                for measuring what fusion buys */
+  const char *cache_dir;    /* the disk cache of compiled code: NULL: $HLOJIT_CACHE_DIR, else
+                               $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off": none
+                               (HLOJIT_CACHE_MAX_MB bounds it, default 1024) */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -402,7 +424,10 @@ typedef struct hj_exec_stats {
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
+  int code_source;            /* where the machine code came from: HJ_CODE_COMPILED, _MEMORY
+                                 (the same code was loaded in this context already), _DISK */
 } hj_exec_stats_t;
+enum { HJ_CODE_COMPILED = 0, HJ_CODE_MEMORY = 1, HJ_CODE_DISK = 2 };
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 
 /* ---- buffers --------------------------------------------------------------------------- */
@@ -418,6 +443,119 @@ void hj_buffer_destroy(hj_buffer_t *b);
 /* NumPy .npy files (format 1.0/2.0/3.0, C order, little-endian; bf16 as 'V2'). */
 hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out);
 hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
+
+/* ---- the tracing JIT and dynamic shapes ----------------------------------------------------
+   hj_jit_create wraps a C function that builds a graph, |build|(g, params, n, user): it
+   receives a fresh graph and one tensor per declared parameter and builds the computation
+   with the ops above, marking its results with hj_graph_output, exactly as for hj_compile.
+   hj_jit_call runs it on buffers: the first call with a new signature traces |build| (calls
+   it once), compiles, and keeps the executable in an LRU memory cache; later calls with the
+   same signature run the cached executable at once.
+
+   Dynamic dims. A parameter dim declared HJ_DYN(max) may have any size 1..max at each call.
+   It is rounded up to its bucket — the next power of two, never above max; or the smallest
+   of options.buckets that holds it (max is always the last bucket) — and the trace sees it
+   as a bounded dim `<=bucket` (printed f32[<=64,768], as XLA writes it). The inputs are
+   padded to the bucket with zeros, the real sizes reach the kernels as s32 runtime scalars,
+   every reduction, dot contraction, softmax max and sum, mean/var divisor, cumulative op,
+   gather, concatenate, pad, reverse and slice that crosses a padded dim is masked or
+   corrected (passes/dynamic_padder.c), and the outputs come back at their real sizes
+   (without a copy when only their leading dim is cut). Results equal the unpadded
+   computation up to f32 rounding (reductions may sum in another order). So lengths 1..1000
+   of one function compile at most 11 times (1, 2, 4, ..., 512, 1000).
+   A graph the padder cannot pad (scatter or sort along a dynamic dim, a reshape that
+   splits or merges a dynamic dim into minor position, while loops over dynamic state, an
+   iota of a dynamic shape reduced over) is compiled at each exact size instead; the stats'
+   pad_note says why.
+   The cache key is (this jit, the bucketed shapes, the dtypes, padding or exact); the
+   function and its options belong to the jit object itself.
+
+   Runtime scalars. Values that change every call without recompiling are inputs, not
+   shapes: a KV-cache position is an s32[] parameter used as a dynamic-(update-)slice start
+   and in a mask (iota < pos), the cache itself has its static maximum length. One compile
+   serves every position.
+
+   Pitfalls of tracing (each has a test in tests/unit/test_jit.c):
+   - C values read inside |build| are frozen into the trace: a global or |user| field read
+     there is a constant of the compiled code; change it and calls keep the old value until
+     something retraces. Pass what changes as a parameter.
+   - Branches are frozen the same way: |build| cannot see data (tensors have no values while
+     tracing); an `if` on a C variable picks one side for good. Use hj_select or
+     hj_conditional for data-dependent choices.
+   - A shape change outside the declared dynamic dims (another static size, another dtype)
+     is a new trace and a new compile; hj_jit_stats().last_miss names the parameter, the dim
+     or the dtype that changed. The rank must match the declaration.
+   - Outputs are the caller's buffers: each call makes new ones (or fills the ones passed,
+     which must have the real output shape); nothing returned aliases the JIT's state, so a
+     later call never overwrites an earlier result.
+   - Inside |build|, hj_tensor_shape() of a dynamic dim gives -bucket (the bound, negated);
+     the real size as a tensor is hj_dim_size(). Reshape targets are static: write the
+     dynamic dim as -1 (inferred) or as the bound.
+   Statistics count calls, compiles, memory hits, disk hits (compiles whose machine code came
+   from the disk cache), evictions, and the trace and compile times; with HLOJIT_LOG=1 every
+   miss prints one line on stderr:
+     hlojit: jit 'NAME': miss 3 (param 'x' dim 0: bucket 8 -> 16 (size 9)): trace 0.1 ms, compile 41.0 ms */
+typedef struct hj_jit hj_jit_t;
+
+typedef struct hj_jit_param {
+  const char *name;                /* NULL: "argN" */
+  hj_shape_t shape;                /* HJ_DYN(max) for dynamic dims; the rank is checked, the
+                                      static sizes are the expected ones (not checked: another
+                                      size is a new trace) */
+} hj_jit_param_t;
+
+typedef struct hj_jit_options {
+  const char *name;                /* the function's name in messages and logs; "jit" */
+  const hj_jit_param_t *params;    /* copied by hj_jit_create */
+  int nparams;
+  const int64_t *buckets;          /* ascending sizes dynamic dims round up to; NULL: powers
+                                      of two. Copied. */
+  int nbuckets;
+  int cache_entries;               /* executables kept in memory (LRU); default 16 */
+  bool no_padding;                 /* compile every exact shape (no buckets): for comparison */
+} hj_jit_options_t;
+
+/* Builds the graph of one trace; returns HJ_OK or an error (the message in the context or
+   the graph). */
+typedef hj_status (*hj_jit_build_fn)(hj_graph_t *g, const hj_tensor_t *params, int nparams,
+                                     void *user);
+
+typedef struct hj_jit_stats {
+  int64_t calls;
+  int64_t compiles;                /* traces compiled (memory misses) */
+  int64_t memory_hits;
+  int64_t disk_hits;               /* compiles whose machine code came from the disk cache */
+  int64_t exact_compiles;          /* of the compiles, at exact sizes (padding declined) */
+  int64_t evictions;               /* executables dropped by the LRU */
+  int entries;                     /* executables in memory now */
+  double trace_ms;                 /* total: build function, module, dynamic padder */
+  double compile_ms;               /* total: hj_compile_module of the traces, of which */
+  double passes_ms, emit_ms, optimize_ms, codegen_ms;   /* (hj_exec_stats' parts, summed) */
+  const char *last_miss;           /* why the last compile happened; "" before any */
+  const char *pad_note;            /* why padding is off (exact sizes); "" when it is on */
+} hj_jit_stats_t;
+
+void hj_jit_options_init(hj_jit_options_t *opt);
+/* |opt| must declare the parameters. *out is NULL on failure. */
+hj_status hj_jit_create(hj_ctx_t *ctx, hj_jit_build_fn build, void *user,
+                        const hj_jit_options_t *opt, hj_jit_t **out);
+/* Runs the function on |nin| input buffers (one per declared parameter). Each out[i] that is
+   NULL receives a new buffer of the real output shape (the caller destroys it); a non-NULL
+   one must have that shape and dtype and is overwritten. Calls on one jit are serialised. */
+hj_status hj_jit_call(hj_jit_t *jit, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout);
+hj_status hj_jit_stats(const hj_jit_t *jit, hj_jit_stats_t *out);  /* strings live in |jit| */
+void hj_jit_destroy(hj_jit_t *jit);
+
+/* Ops for dynamic shapes. hj_dim_size: the real size of dim |dim| of |x| as an s32 scalar
+   (a constant for a static dim; XLA's get-dimension-size for a bounded one).
+   hj_reduce_window: XLA's reduce-window with |r|'s identity as init; |window| per dim,
+   |strides| (NULL: 1) and |pad_lo|, |pad_hi| (NULL: 0) per dim.
+   hj_cumulative: the inclusive running reduction along |axis| (r = HJ_RED_SUM: cumsum,
+   HJ_RED_MAX: running max, ...), from the end when |reverse|. */
+hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
+hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
+                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
+hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
 
 #ifdef __cplusplus
 }

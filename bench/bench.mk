@@ -20,7 +20,7 @@ $(B)/bench/bench_matmul: $(BENCH_MM_SRC) $(HDRS) $(B)/libhlojit.a
 	$(CC) $(CFLAGS) $(BENCH_MM_SRC) -o $@ $(B)/libhlojit.a -lopenblas $(LDLIBS)
 
 # The other benchmarks use the public API only (hlojit.h + the library).
-BENCH_API := elementwise compile block
+BENCH_API := elementwise compile block jit
 
 $(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)

@@ -38,6 +38,8 @@
 #include "passes/cse.c"
 #include "passes/dce.c"
 #include "passes/dot_canon.c"
+#include "passes/dynamic_padder.c"
+#include "passes/dynamic_padder_ops.c"
 #include "passes/epilogue_fusion.c"
 #include "passes/fusion.c"
 #include "passes/fusion_split.c"
@@ -53,6 +55,7 @@
 
 /* runtime/ (the compile driver needs LLVM) */
 #include "runtime/buffer_assign.c"
+#include "runtime/disk_cache.c"
 #include "runtime/pass_hooks.c"
 #include "runtime/thunks.c"
 
@@ -66,12 +69,18 @@
 #include "api/npy.c"
 #include "api/optimize.c"
 
+/* jit/ */
+#include "jit/jit.c"
+#include "jit/jit_run.c"
+#include "jit/jit_trace.c"
+
 /* backends */
 #include "../backends/backends.c"
 #include "../backends/interp/interp_backend.c"
 
 #ifndef HLOJIT_NO_LLVM
 #include "runtime/compile.c"
+#include "runtime/code_key.c"
 #include "emitters/dus.c"
 #include "emitters/elemental.c"
 #include "emitters/elemental_index.c"
@@ -83,6 +92,7 @@
 #include "emitters/reduction.c"
 #include "emitters/transpose.c"
 #include "../backends/cpu/cpu_backend.c"
+#include "../backends/cpu/cpu_code_cache.c"
 #include "../backends/cpu/cpu_jit.c"
 #include "../backends/cpu/cpu_matmul.c"
 #include "../backends/cpu/threadpool.c"

@@ -2,7 +2,7 @@
 
      hlojit print MODULE.hlo
      hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
-                           [--random-inputs SEED] [--out DIR] [--stats]
+                           [--random-inputs SEED] [--out DIR] [--stats] [--cache-dir DIR]
 
    It is a client of the public API only (hlojit.h): parse with hj_module_parse_file, compile
    with hj_compile_module, run with hj_exec_run, .npy through hj_buffer_read_npy and
@@ -16,7 +16,11 @@
 
    Output: one summary line per output, `out0 f32[2,3] min=.. max=.. mean=.. first=[...]`
    (min/max skip NaNs; a `nan=K` field appears when there are any), and DIR/outK.npy with
-   --out. --stats prints what the compiler made of the module on stderr (hj_exec_stats). Exit status 0 on success, 1 on any error, with the library's message on stderr. */
+   --out. --stats prints what the compiler made of the module on stderr (hj_exec_stats),
+   with whether its machine code came from the disk cache (hit) or was compiled (miss).
+   --cache-dir DIR: the disk cache of compiled code (hj_ctx_options.cache_dir; "off": none;
+   default $HLOJIT_CACHE_DIR, else $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit).
+   Exit status 0 on success, 1 on any error, with the library's message on stderr. */
 #include "hlojit.h"
 #include <errno.h>
 #include <math.h>
@@ -34,6 +38,7 @@ static const char cli_usage[] =
   "       hlojit opt MODULE.hlo\n"
   "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
   "                             [--random-inputs SEED] [--out DIR] [--stats]\n"
+  "                             [--cache-dir DIR]\n"
   "       hlojit --help | --version\n"
   "\n"
   "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
@@ -48,7 +53,11 @@ static const char cli_usage[] =
   "       --backend B           interp (reference evaluator), cpu, cuda, or auto (default)\n"
   "       --out DIR             also write DIR/out0.npy, DIR/out1.npy, ...\n"
   "       --stats               print the backend, kernels by kind, evaluator fallbacks,\n"
-  "                             arena bytes and compile time on stderr\n"
+  "                             arena bytes, compile time and the code cache's hit or miss\n"
+  "                             on stderr\n"
+  "       --cache-dir DIR       the disk cache of compiled code ('off': none; default\n"
+  "                             $HLOJIT_CACHE_DIR, else $XDG_CACHE_HOME/hlojit, else\n"
+  "                             ~/.cache/hlojit)\n"
   "Exit status: 0 on success, 1 on any error (message on stderr).\n";
 
 typedef struct {
@@ -60,6 +69,7 @@ typedef struct {
   const char *out_dir;
   hj_backend_t backend;
   bool stats;
+  const char *cache_dir;
 } cli_run_args;
 
 static int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -218,6 +228,9 @@ static void cli_print_stats(const hj_exec_t *e) {
   if (s.backend == HJ_BACKEND_CPU)
     fprintf(stderr, "stats: compile_ms: passes+plan=%.2f emit=%.2f optimize=%.2f codegen=%.2f\n",
             s.passes_ms, s.emit_ms, s.optimize_ms, s.codegen_ms);
+  if (s.backend == HJ_BACKEND_CPU)
+    fprintf(stderr, "stats: code cache: %s\n", s.code_source == HJ_CODE_DISK ? "hit (disk)"
+            : s.code_source == HJ_CODE_MEMORY ? "hit (memory)" : "miss (compiled)");
   if (s.note && *s.note) fprintf(stderr, "stats: note: %s\n", s.note);
 }
 
@@ -342,6 +355,8 @@ static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
       }
     } else if (!strcmp(argv[i], "--stats")) {
       a->stats = true;
+    } else if (cli_opt(argc, argv, &i, "--cache-dir", &v, &err)) {
+      a->cache_dir = v;
     } else if (cli_opt(argc, argv, &i, "--out", &v, &err)) {
       a->out_dir = v;
     } else if (cli_opt(argc, argv, &i, "--backend", &v, &err)) {
@@ -371,6 +386,7 @@ static int cli_with_module(const char *path, hj_backend_t backend, const cli_run
   hj_ctx_options_t opt;
   hj_ctx_options_init(&opt);
   opt.backend = backend;
+  if (run) opt.cache_dir = run->cache_dir;
   hj_ctx_t *ctx = NULL;
   hj_module_t *m = NULL;
   hj_status st = hj_ctx_create(&opt, &ctx);

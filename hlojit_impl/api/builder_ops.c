@@ -563,3 +563,54 @@ hj_tensor_t hj_sort_with(hj_graph_t *cmp, const hj_tensor_t *xs, int n, int dim,
   }
   return ins ? hj__op_finish(t.graph, op, ins) : t;
 }
+
+/* ---- dynamic shapes: hj_dim_size, hj_reduce_window (hlojit.h's tracing JIT section) --------- */
+
+hj_tensor_t hj_dim_size(hj_tensor_t x, int dim) {
+  const char *op = "hj_dim_size";
+  hj_graph_t *g;
+  hlo_instr *a;
+  char b0[128];
+  if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
+  int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : -1, d = dim < 0 ? dim + r : dim;
+  if (d < 0 || d >= r)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: dim %d out of range for %s", op, dim,
+                          hlo_shape_str(&a->shape, b0, sizeof b0));
+  /* A static dim is a constant; a bounded one reads its real size (XLA's get-dimension-size). */
+  if (!a->shape.dynamic[d]) return hj_scalar(g, HJ_S32, (double)a->shape.dims[d]);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_GET_DIMENSION_SIZE, NULL, &a, 1);
+  if (ins) ins->dims = hlo_ints_dup(g->m, (int64_t[]){ d }, 1);
+  return hj__op_finish(g, op, ins);
+}
+
+hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window, const int64_t *strides,
+                             const int64_t *pad_lo, const int64_t *pad_hi) {
+  const char *op = "hj_reduce_window";
+  hj_graph_t *g;
+  hlo_instr *a[2];
+  char b0[128];
+  if (!hj__operands(op, &x, 1, &g, a)) return bldo_poison(g);
+  if ((unsigned)r >= HJ_RED_REPLACE || !hlo_shape_is_array(&a[0]->shape) || !window)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: invalid reducer %d, tuple operand or NULL window for %s",
+                          op, (int)r, hj__tensor_str(x, b0, sizeof b0));
+  int n = a[0]->shape.rank;
+  int64_t one[HLO_MAX_RANK], zero[HLO_MAX_RANK] = { 0 };
+  for (int i = 0; i < n; i++) one[i] = 1;
+  for (int i = 0; i < n; i++)
+    if (window[i] < 1 || (strides && strides[i] < 1))
+      return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: window size %lld / stride %lld of dim %d must be >= 1",
+                            op, (long long)window[i], (long long)(strides ? strides[i] : 1), i);
+  hlo_comp *c = bldo_reducer(g, r, a[0]->shape.type);
+  if (!c || !(a[1] = bldo_identity(g, op, r, a[0]))) return bldo_poison(g);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_REDUCE_WINDOW, NULL, a, 2);
+  if (ins) {
+    ins->window.size = hlo_ints_dup(g->m, window, n);
+    ins->window.stride = hlo_ints_dup(g->m, strides ? strides : one, n);
+    ins->window.pad_lo = hlo_ints_dup(g->m, pad_lo ? pad_lo : zero, n);
+    ins->window.pad_hi = hlo_ints_dup(g->m, pad_hi ? pad_hi : zero, n);
+    ins->window.base_dilation = hlo_ints_dup(g->m, one, n);
+    ins->window.window_dilation = hlo_ints_dup(g->m, one, n);
+    hlo_instr_set_calls(ins, &c, 1);
+  }
+  return hj__op_finish(g, op, ins);
+}

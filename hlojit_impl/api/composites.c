@@ -170,18 +170,25 @@ static bool cmp_dims(const char *op, hj_graph_t *g, hlo_instr *a, const int64_t 
   return true;
 }
 
-/* The mean over the dims in |red|, kept as size-1 dims when |keep|. */
+/* The mean over the dims in |red|, kept as size-1 dims when |keep|. A bounded dynamic dim
+   counts with its real size (hj_dim_size), so that padding does not change the divisor. */
 static hj_tensor_t cmp_mean(hj_graph_t *g, hj_tensor_t x, hlo_instr *a, const bool *red, bool keep) {
   int64_t d[HJ_MAX_RANK], count = 1;
   int n = 0;
   hj_shape_t ks = hj__shape_from_hlo(&a->shape);
-  for (int i = 0; i < a->shape.rank; i++)
+  for (int i = 0; i < a->shape.rank; i++) {
+    if (ks.dims[i] < 0) ks.dims[i] = -ks.dims[i];   /* reshape targets are static */
     if (red[i]) {
       d[n++] = i;
-      count *= a->shape.dims[i];
+      if (!a->shape.dynamic[i]) count *= a->shape.dims[i];
       ks.dims[i] = 1;
     }
-  hj_tensor_t m = hj_div(hj_reduce(x, HJ_RED_SUM, d, n), cmp_const(g, a, (double)count));
+  }
+  hj_tensor_t cnt = cmp_const(g, a, (double)count);
+  for (int i = 0; i < a->shape.rank; i++)
+    if (red[i] && a->shape.dynamic[i])
+      cnt = hj_mul(cnt, hj_convert(hj_dim_size(x, i), (hj_dtype_t)a->shape.type));
+  hj_tensor_t m = hj_div(hj_reduce(x, HJ_RED_SUM, d, n), cnt);
   return keep ? hj_reshape(m, ks) : m;
 }
 
@@ -378,4 +385,22 @@ hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tens
     if (!hj_tensor_ok(out[i])) return g->status != HJ_OK ? g->status : HJ_ERR_INTERNAL;
   }
   return HJ_OK;
+}
+
+/* ---- cumulative ops (hlojit.h's tracing JIT section) -------------------------------------------
+   A reduce-window whose window is the whole axis, padded by n-1 in front (behind when
+   |reverse|): output i reduces inputs [0, i] ([i, n) reversed). XLA's cumsum lowering. */
+hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse) {
+  const char *op = "hj_cumulative";
+  hj_graph_t *g;
+  hlo_instr *a = cmp_array(op, x, &g);
+  if (!a) return cmp_poison(g);
+  int ax = cmp_axis(op, g, a, axis);
+  if (ax < 0) return cmp_poison(g);
+  int64_t win[HJ_MAX_RANK], lo[HJ_MAX_RANK] = { 0 }, hi[HJ_MAX_RANK] = { 0 };
+  for (int i = 0; i < a->shape.rank; i++) win[i] = 1;
+  int64_t n = a->shape.dims[ax];
+  win[ax] = n > 0 ? n : 1;
+  (reverse ? hi : lo)[ax] = n > 0 ? n - 1 : 0;
+  return hj_reduce_window(x, r, win, NULL, lo, hi);
 }

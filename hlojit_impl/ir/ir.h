@@ -129,7 +129,8 @@ typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_OTHER } hlo_op_kind;
   X(CONDITIONAL, "conditional", -1, HLO_KIND_OTHER)                                       \
   X(SORT, "sort", -1, HLO_KIND_OTHER)                                                     \
   X(FUSION, "fusion", -1, HLO_KIND_OTHER)                                                 \
-  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)
+  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)                                        \
+  X(GET_DIMENSION_SIZE, "get-dimension-size", 1, HLO_KIND_OTHER)
 
 typedef enum {
 #define X(e, s, a, k) HLO_OP_##e,

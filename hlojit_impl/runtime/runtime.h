@@ -149,6 +149,39 @@ int64_t th_while_scratch_bytes(const hlo_instr *w);
 void rt_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
 double rt_now_ms(void);
 
+/* ---- disk_cache.c: the on-disk cache of compiled code ---------------------------------------
+   A directory of entry files keyed by the whole key material (see the file's comment for
+   the format, the atomic writes and the eviction). LLVM-free; a cache never fails what it
+   serves: problems are misses.
+   rt_dcache_resolve_dir: the directory for |dir| (NULL: $HLOJIT_CACHE_DIR, else
+     $XDG_CACHE_HOME/hlojit, else $HOME/.cache/hlojit); false when the cache is off ("off")
+     or no directory is known.
+   rt_dcache_open: *out NULL (and HJ_OK) when off or the directory cannot be made;
+     |max_bytes| 0: $HLOJIT_CACHE_MAX_MB MiB (fractions allowed), else 1 GiB.
+   rt_dcache_get: true on a hit, *payload malloc'd (free it), *n its bytes; false on a miss,
+     |why| (may be NULL) saying why: "no entry", or the reason a bad entry was rejected (it
+     is deleted). rt_dcache_put: atomic write, then eviction down to max_bytes; HJ_ERR_IO
+     (message set) when the write failed, which callers may ignore.
+   rt_dcache_evict: deletes least recently used entries while the directory holds more than
+     max_bytes, and temporary files older than ten minutes; returns how many entries.
+   rt_dcache_entry_path: the file of |key| (for tests and tools). */
+typedef struct rt_dcache rt_dcache;
+typedef struct rt_dcache_stats {
+  int64_t hits, misses, rejected, writes, write_errors, evictions;
+} rt_dcache_stats;
+bool rt_dcache_resolve_dir(const char *dir, char *buf, size_t n);
+hj_status rt_dcache_open(hj_ctx_t *ctx, const char *dir, int64_t max_bytes, rt_dcache **out);
+void rt_dcache_close(rt_dcache *c);
+const char *rt_dcache_dir(const rt_dcache *c);
+bool rt_dcache_get(rt_dcache *c, const void *key, size_t klen, void **payload, size_t *n, char *why,
+                   size_t whyn);
+hj_status rt_dcache_put(rt_dcache *c, const void *key, size_t klen, const void *payload, size_t n);
+int64_t rt_dcache_evict(rt_dcache *c);
+rt_dcache_stats rt_dcache_get_stats(rt_dcache *c);
+void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n);
+/* XXH3-128 of |data| as 32 hex digits (the entry names' hash; for keys built by backends). */
+void rt_dcache_digest(const void *data, size_t n, char hex[33]);
+
 /* The compile driver needs LLVM (the emitters); the evaluator-only single-header build
    (HLOJIT_NO_LLVM) has neither. */
 #ifndef HLOJIT_NO_LLVM
@@ -212,6 +245,20 @@ typedef struct rt_target {
    freed). Free a compiled one with rt_exec_free (after the backend unloaded its code). */
 hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_exec *out);
 void rt_exec_free(rt_exec *x);
+
+/* ---- code_key.c: the key of an emitted module's machine code, for code caches ------------------
+   rt_code_key_make: renames |mod|'s definitions canonically, hashes its IR, and gives the
+   key material (|target_id|: the code's identity, e.g. LLVM version, triple, CPU, features)
+   and its digest; the functions end up named "hj<digest>.f<i>" and x's kernel thunks and
+   matmul plans (x may be NULL) follow. Call it after emission, before optimisation. */
+typedef struct rt_code_key {
+  char *key;                     /* malloc'd, NUL-terminated key material */
+  size_t len;
+  char digest[33];               /* XXH3-128 of the key, hex: the disk entry's name */
+} rt_code_key;
+hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x,
+                           rt_code_key *out);
+void rt_code_key_free(rt_code_key *k);
 #endif /* HLOJIT_NO_LLVM */
 
 #endif /* HLOJIT_RUNTIME_H */

@@ -262,7 +262,7 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
   case HLO_OP_IOTA: sb_printf(sb, ", iota_dimension=%lld", (long long)ins->index); break;
   case HLO_OP_GET_TUPLE_ELEMENT: sb_printf(sb, ", index=%lld", (long long)ins->index); break;
   case HLO_OP_BROADCAST: case HLO_OP_TRANSPOSE: case HLO_OP_REVERSE: case HLO_OP_CONCATENATE:
-  case HLO_OP_REDUCE: case HLO_OP_MAP:
+  case HLO_OP_REDUCE: case HLO_OP_MAP: case HLO_OP_GET_DIMENSION_SIZE:
     pr_ints(sb, "dimensions", ins->dims);
     break;
   case HLO_OP_SORT:
