@@ -10,6 +10,7 @@
    runs modules on the reference evaluator). */
 
 /* ir/ */
+#include "ir/alias.c"
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
@@ -23,6 +24,7 @@
 #include "text/lex.c"
 #include "text/parse.c"
 #include "text/parse_attrs.c"
+#include "text/parse_header.c"
 #include "text/print.c"
 
 /* eval/ */
