@@ -147,6 +147,8 @@ typedef struct hj_ctx_options {
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);
                                for measuring what fusion buys */
+  bool profile;             /* time every thunk of every run (hj_exec_profile); default:
+                               $HLOJIT_PROFILE is set and not "0" */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -418,6 +420,134 @@ void hj_buffer_destroy(hj_buffer_t *b);
 /* NumPy .npy files (format 1.0/2.0/3.0, C order, little-endian; bf16 as 'V2'). */
 hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out);
 hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
+
+/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ==========
+
+   ---- buffers without a copy ----------------------------------------------------------
+   Every buffer is reference counted: the create/wrap/map/view call returns one reference,
+   hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
+   (for a wrapped buffer: |release| is called then, once). A buffer must outlive the runs it
+   is passed to and the executables it is bound to (binding takes a reference itself).
+
+   Alignment: the kernels load and store elements at their natural alignment (f32 at 4
+   bytes, f64 at 8) and never assume more, so |data| must be a multiple of the element size;
+   a multiple of 64 bytes (a cache line, an AVX-512 vector: what hj_buffer_create gives) is
+   faster for the vector loops. Misaligned data, or fewer than |nbytes| = elements x element
+   size bytes, is refused (HJ_ERR_INVALID_ARG, with a message). A read-only buffer (mapped,
+   or wrapped with HJ_BUFFER_READ_ONLY) may be an input, never an output: hj_exec_run
+   refuses it there (and as a donated input that would be written in place, see below).
+   hj_buffer_host_ptr of a read-only buffer points at memory that faults when written. */
+enum { HJ_BUFFER_READ_ONLY = 1 };
+typedef void (*hj_release_fn)(void *user, void *data);
+/* A buffer over the caller's |data| (|nbytes| bytes, at least what |t| and |s| need; not
+   copied). |release| (may be NULL) is called with |user| and |data| when the last reference
+   goes. |flags|: 0 or HJ_BUFFER_READ_ONLY. On failure |release| is not called. */
+hj_status hj_buffer_wrap(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, void *data, size_t nbytes,
+                         unsigned flags, hj_release_fn release, void *user, hj_buffer_t **out);
+/* Maps bytes [offset, offset + elements x size) of the file at |path| read-only (mmap,
+   MAP_PRIVATE): nothing is read until a kernel touches it, and pages come from the page
+   cache (weights: no copy, shared between processes). |offset| must be a multiple of the
+   element size; a file too short for the region is refused. The mapping lives until the
+   last reference goes (the file may be closed or renamed meanwhile). */
+hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, hj_dtype_t t,
+                             hj_shape_t s, hj_buffer_t **out);
+/* A buffer viewing bytes [offset, offset + elements x size) of |base| (no copy; read-only
+   if |base| is). It holds a reference to |base|. For one mapped checkpoint file and one view
+   per weight. */
+hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out);
+hj_buffer_t *hj_buffer_retain(hj_buffer_t *b);   /* one more reference; returns |b| */
+bool hj_buffer_is_read_only(const hj_buffer_t *b);
+
+/* ---- donation: outputs that alias parameters (XLA's input_output_alias) --------------
+   An output declared to alias a parameter is written into that parameter's buffer: the
+   caller donates the input, and after the run the buffer holds the output's value (JAX's
+   donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
+   updated rows (hj_exec_stats: kernels_dus counts it, and no copy thunk is made); an
+   elementwise update (x = x + d) runs in place too. The module prints the pair in its
+   header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
+   from such text has the alias (whether may- or must-alias, hlojit treats it the same).
+
+   Rules (each refused with a message otherwise): |output| is a flattened output leaf (the
+   hj_graph_output order when every output is an array), |param| an array parameter of the
+   top graph, both of the same byte size; an output aliases at most one parameter and a
+   parameter at most one output. Where the graph still reads the parameter after the
+   output is written (e.g. cache' = dus(cache, ..); y = f(cache)), the compiler computes the
+   output elsewhere and copies it in at the end: correct, one copy (stats.copies).
+
+   At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
+   - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
+     to in[i] with one more reference (destroy both handles, or neither);
+   - another writable buffer of the output's shape: in[i] is copied into it first (once)
+     and the run updates that copy; in[i] is left as it was.
+   A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only
+   in[i] passed as out[k] too is refused. If in[i]'s memory is also passed as another
+   input, the run works on a temporary and copies the result into out[k] afterwards.
+   Non-aliased outputs may share memory with nothing that the run reads or writes; if they
+   do, the run computes them into temporaries and copies (correct, slower). */
+/* Declares that output leaf |output| of top graph |g| aliases parameter |param|. */
+hj_status hj_graph_alias(hj_graph_t *g, int output, hj_tensor_t param);
+/* hj_graph_output(g, t) and hj_graph_alias(g, <that output>, param): t must be an array. */
+hj_status hj_graph_output_aliased(hj_graph_t *g, hj_tensor_t t, hj_tensor_t param);
+/* The input leaf that output leaf |output| aliases, -1 for none (or out of range). */
+int hj_module_output_alias(const hj_module_t *m, int output);
+int hj_exec_output_alias(const hj_exec_t *e, int output);
+
+/* ---- names and bound inputs -----------------------------------------------------------
+   Input order: the flattened leaves of the entry's parameters, in parameter order, i.e.
+   the order of the hj_param / hj_param_tuple calls on the top graph (a tuple parameter
+   expanded depth first). Output order: the flattened leaves of the outputs, in
+   hj_graph_output order. Names: a graph input is named by its hj_param name (a tuple
+   parameter's leaves "name{0}", "name{1,2}", ...; an unnamed one "in<k>"); an output by
+   hj_graph_output_named ("out<k>" otherwise, tuple leaves "name{j}"). A module's inputs are
+   named after its parameter instructions (tuple leaves "name{j}"), its outputs "out<k>".
+   Names need not be unique; a look-up of a name that several carry fails. */
+hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name);
+const char *hj_exec_input_name(const hj_exec_t *e, int i);    /* NULL out of range */
+const char *hj_exec_output_name(const hj_exec_t *e, int i);
+/* The index of the input (output) named |name|; -1 with a message in the context when no
+   input or several have it. */
+int hj_exec_find_input(const hj_exec_t *e, const char *name);
+int hj_exec_find_output(const hj_exec_t *e, const char *name);
+/* Binds |b| to input |i| (a reference is taken; the previous binding's is dropped); b NULL
+   unbinds. Wrong dtype or shape: HJ_ERR_SHAPE, nothing changes. Not while a run of |e| is
+   in progress.
+   Calling convention once inputs are bound: hj_exec_run takes only the unbound inputs, in
+   input order (nin == hj_exec_num_unbound_inputs(e)); passing all of them (a bound input
+   also given) is an error. A bound input that an output aliases is updated in place by
+   every run (a KV cache bound once); out[k] may be the bound buffer or NULL. */
+hj_status hj_exec_bind(hj_exec_t *e, int i, hj_buffer_t *b);
+hj_status hj_exec_bind_name(hj_exec_t *e, const char *name, hj_buffer_t *b);
+int hj_exec_num_unbound_inputs(const hj_exec_t *e);
+hj_buffer_t *hj_exec_bound(const hj_exec_t *e, int i);      /* NULL when unbound */
+
+/* ---- profiles -------------------------------------------------------------------------
+   With profiling on (hj_ctx_options_t.profile, $HLOJIT_PROFILE=1, or hj_exec_set_profiling)
+   every thunk of a run is timed. With $HLOJIT_PROFILE=1 the report (hj_exec_profile_text)
+   is also printed on stderr when an executable that ran is destroyed. Timing a thunk costs
+   two clock reads (~50 ns). */
+typedef struct hj_profile_entry {
+  const char *instr;          /* the HLO instruction the thunk runs (fusion, copy, while) */
+  const char *kernel;         /* its kernel's symbol; "" when it has none */
+  const char *kind;           /* loop reduction transpose matmul dus | copy eval while cond;
+                                 "module" for a backend that times only whole runs */
+  int depth;                  /* 0: the entry; 1: inside a while or conditional; ... */
+  int64_t calls;              /* times it ran (inside a while: once per iteration) */
+  double ms;                  /* total over the calls (while/cond: what runs inside too) */
+  int64_t bytes;              /* per call: its input and output leaves (an in-place
+                                 dynamic-update-slice: the update, read and written) */
+  int64_t flops;              /* per call: 2*M*N*K per dot, one per element of each
+                                 arithmetic op, one per input element of a reduce */
+} hj_profile_entry_t;
+hj_status hj_exec_set_profiling(hj_exec_t *e, bool on);
+/* The entries (malloc'd, sorted by |ms|, largest first; free() them) and the number of
+   runs and their wall time (|runs|, |run_ms| may be NULL). */
+hj_status hj_exec_profile(const hj_exec_t *e, hj_profile_entry_t **entries, int *n,
+                          int64_t *runs, double *run_ms);
+/* The report as text (malloc'd; free()): per thunk ms per run, share, calls, GB/s, GFLOP/s,
+   kind, instruction and kernel, sorted; then the compile times. */
+hj_status hj_exec_profile_text(const hj_exec_t *e, char **text);
+void hj_exec_profile_reset(hj_exec_t *e);
 
 #ifdef __cplusplus
 }

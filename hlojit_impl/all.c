@@ -56,14 +56,19 @@
 /* runtime/ (the compile driver needs LLVM) */
 #include "runtime/buffer_assign.c"
 #include "runtime/pass_hooks.c"
+#include "runtime/profile.c"
 #include "runtime/thunks.c"
 
 /* api/ */
 #include "api/api.c"
+#include "api/buffer.c"
 #include "api/builder.c"
 #include "api/builder_ops.c"
 #include "api/composites.c"
 #include "api/exec.c"
+#include "api/exec_io.c"
+#include "api/exec_profile.c"
+#include "api/graph_io.c"
 #include "api/graph_module.c"
 #include "api/npy.c"
 #include "api/optimize.c"

@@ -348,6 +348,7 @@ hj_status hj_graph_create_sub(hj_graph_t *parent, const char *name, hj_graph_t *
   if (!g) return hj__err(parent->ctx, HJ_ERR_OOM, "hj_graph_create_sub: out of memory");
   g->top = top;
   g->m = top->m;
+  g->parent = parent;
   if (!(g->comp = hj__comp_new(top->m, name ? name : "sub"))) {
     hj__free(parent->ctx, g);
     return hj__err(parent->ctx, HJ_ERR_OOM, "hj_graph_create_sub: out of memory");
@@ -360,6 +361,7 @@ hj_status hj_graph_create_sub(hj_graph_t *parent, const char *name, hj_graph_t *
 static void bld_graph_free(hj_graph_t *g) {
   arrfree(g->vals);
   arrfree(g->outputs);
+  hj__graph_io_free(g);
   hj__free(g->ctx, g);
 }
 
@@ -415,6 +417,7 @@ static hj_tensor_t bld_param(hj_graph_t *g, const char *op, const hlo_shape *s, 
   ins->name = hlo_strdup(g->m, full);
   ins->index = g->nparams++;
   arrput(g->comp->params, ins);
+  hj__graph_name_param(g, ins->index, name);
   return hj__op_finish(g, op, ins);
 }
 

@@ -213,14 +213,14 @@ static void test_exec_run_misuse(void **state) {
   ta_has(hj_ctx_error(f->ctx), "hj_exec_run: 1 inputs given, module 't' has 2");
   hj_buffer_t *in_shape[2] = { a, bad_shape }, *in_type[2] = { a, bad_type }, *in_null[2] = { a, NULL };
   assert_int_equal(hj_exec_run(e, in_shape, 2, out, 1), HJ_ERR_SHAPE);
-  ta_has(hj_ctx_error(f->ctx), "input 1 is f32[4], module 't' wants f32[3]");
+  ta_has(hj_ctx_error(f->ctx), "input 1 ('b') is f32[4], module 't' wants f32[3]");
   assert_int_equal(hj_exec_run(e, in_type, 2, out, 1), HJ_ERR_SHAPE);
-  ta_has(hj_ctx_error(f->ctx), "input 1 is s32[3], module 't' wants f32[3]");
+  ta_has(hj_ctx_error(f->ctx), "input 1 ('b') is s32[3], module 't' wants f32[3]");
   assert_int_equal(hj_exec_run(e, in_null, 2, out, 1), HJ_ERR_INVALID_ARG);
   hj_buffer_t *in[2] = { a, b };
   assert_int_equal(hj_exec_run(e, in, 2, out, 2), HJ_ERR_INVALID_ARG);
   assert_int_equal(hj_exec_run(e, in, 2, &wrong_out, 1), HJ_ERR_SHAPE);
-  ta_has(hj_ctx_error(f->ctx), "output 0 is f32[3,2], module 't' wants f32[2,3]");
+  ta_has(hj_ctx_error(f->ctx), "output 0 ('out0') is f32[3,2], module 't' wants f32[2,3]");
   assert_null(out[0]);
 
   CHECK_OK(f->ctx, hj_exec_run(e, in, 2, out, 1));  /* a new buffer */
