@@ -269,8 +269,9 @@ hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit,
 hj_tensor_t hj_dynamic_slice(hj_tensor_t x, const hj_tensor_t *starts, const int64_t *sizes);
 hj_tensor_t hj_dynamic_update_slice(hj_tensor_t x, hj_tensor_t update, const hj_tensor_t *starts);
 hj_tensor_t hj_concat(const hj_tensor_t *xs, int n, int axis);
-/* |out| receives |n| tensors; |sizes| sums to x's size along |axis|. */
-hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tensor_t *out);
+/* A tuple of |n| slices of |x| along |axis|; |sizes| sums to x's size there. Take it apart
+   with hj_unpack (or hj_get_tuple_element): see "multi-result ops" below. */
+hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n);
 hj_tensor_t hj_pad(hj_tensor_t x, hj_tensor_t value, const int64_t *lo, const int64_t *hi,
                    const int64_t *interior);                     /* interior may be NULL */
 hj_tensor_t hj_reverse(hj_tensor_t x, const int64_t *dims, int n);
@@ -307,11 +308,22 @@ typedef struct hj_dot_dims {
   const int64_t *lhs_contracting; int n_lhs_contracting;
   const int64_t *rhs_contracting; int n_rhs_contracting;
 } hj_dot_dims_t;
+/* XLA's DotGeneral. The result's dims, in this order (XLA's rule): the batch dims (in
+   lhs_batch order), then a's remaining dims (in a's order), then b's remaining dims (in b's
+   order). E.g. a (B, T, C), b (C, N), contracting a's 2 with b's 0, no batch: (B, T, N). */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
-/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations */
+/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations.
+   Multi-result ops: every op with several results (hj_split, hj_while, hj_conditional,
+   hj_call of a sub-graph with several outputs, hj_reduce_with and hj_sort_with of several
+   operands) returns ONE tensor, a tuple; hj_get_tuple_element takes one element and
+   hj_unpack all of them. The tuple costs nothing: the compiler removes it. */
 hj_tensor_t hj_tuple(hj_graph_t *g, const hj_tensor_t *xs, int n);
 hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index);
+/* out[i] = element i of tuple |t|, for the |n| elements it has (another count is an error
+   recorded in the graph: HJ_ERR_SHAPE); a poisoned |t| gives poisoned tensors and the
+   graph's status. */
+hj_status hj_unpack(hj_tensor_t t, hj_tensor_t *out, int n);
 hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n);
 hj_tensor_t hj_map(hj_graph_t *scalar_fn, const hj_tensor_t *args, int n);
 /* |cond| takes the state and returns pred[]; |body| takes and returns the state. */
@@ -345,6 +357,12 @@ hj_tensor_t hj_causal_mask(hj_graph_t *g, int64_t T);
 /* table (V, C), ids (...) integer -> (..., C); out-of-range ids clamp like XLA's gather. */
 hj_tensor_t hj_embedding(hj_tensor_t table, hj_tensor_t ids);
 hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins */
+/* A linear layer: x (..., in) times the weights, plus the bias |b| (out) unless it is
+   HJ_NONE -> (..., out). The weights as checkpoints store them: HJ_LINEAR_IN_OUT, w (in,
+   out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
+   y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. */
+typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
+hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
 
 /* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies

@@ -152,6 +152,22 @@ hlo_instr *hj__expand(hj_graph_t *g, const char *op, hlo_instr *x, const hlo_sha
 hj_tensor_t hj__tensor_of(hj_graph_t *g, hlo_instr *ins);
 bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
 hlo_comp *hj__comp_new(hlo_module *m, const char *name);
+/* closure.c: tensors of enclosing graphs used in sub-graphs (see its top comment).
+   hj__is_ancestor: |a| encloses |b| (b's parent, or its parent's, ...).
+   hj__capture: |t|'s stand-in in |g| (made on first use; NULL with an error recorded).
+   hj__close_while / _branches / _call: at a call of sub-graphs that capture, close them
+   (once) and give the caller's extended operands: *ext the init tuple (while), the branch
+   operand tuples (|ext| has n entries), or an stb_ds array of args + sources (call; the
+   caller arrfree's it). 0: nothing captured (use the plain operands); 1: done; -1: error
+   recorded in the caller's graph. */
+bool hj__is_ancestor(const hj_graph_t *a, const hj_graph_t *b);
+bool hj__has_captures(const hj_graph_t *g);
+hlo_instr *hj__capture(hj_graph_t *g, const char *op, hj_tensor_t t);
+int hj__close_while(hj_graph_t *cond, hj_graph_t *body, hj_tensor_t init, hj_tensor_t *ext);
+int hj__close_branches(hj_tensor_t selector, hj_graph_t *const *branches, const hj_tensor_t *args, int n,
+                       hj_tensor_t *ext);
+int hj__close_call(hj_graph_t *caller, hj_graph_t *callee, const hj_tensor_t *args, int n,
+                   hj_tensor_t **ext);
 /* graph_io.c: names and aliases of a graph's inputs and outputs (hj_graph_output_named,
    hj_graph_alias). hj__graph_name_param records parameter |index|'s user name (|name| may
    be NULL); hj__graph_io_free frees what graph_io.c and closure.c keep in a graph. */
