@@ -27,7 +27,9 @@
        hj_buffer_destroy(out[0]); ... hj_exec_destroy(e); hj_graph_destroy(g); hj_ctx_destroy(ctx);
 
    BUILD OPTIONS
-   - Link build/libhlojit.a or build/libhlojit.so (made by `make`) with
+   - After `make install PREFIX=...`: `cc prog.c $(pkg-config --cflags --libs hlojit)`
+     (hlojit.pc's Libs carry LLVM's flags), or
+   - link build/libhlojit.a or build/libhlojit.so (made by `make`) with
      `$(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl`, or
    - define HLOJIT_IMPLEMENTATION in exactly one .c file before `#include "hlojit.h"`:
      the whole implementation, CPU backend included, is then compiled into that
@@ -65,7 +67,11 @@
               dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
-              (hj_exec_stats counts them).
+              (hj_exec_stats counts them);
+              donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
+              caches), buffers over caller memory and mapped files, names and bound inputs,
+              hj_linear, closures (sub-graphs using enclosing tensors), per-thunk profiles
+              ($HLOJIT_PROFILE, hj_exec_profile), make install + pkg-config.
    - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
               shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
               (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
@@ -392,9 +398,11 @@ hj_status hj_module_optimize(hj_module_t *m);
 hj_status hj_compile(hj_graph_t *g, hj_exec_t **out);
 /* The executable borrows |m|: keep it alive until hj_exec_destroy. */
 hj_status hj_compile_module(hj_ctx_t *ctx, hj_module_t *m, hj_exec_t **out);
-/* Runs with |nin| input buffers (flattened entry parameters). Each out[i] that is NULL
-   receives a new buffer (the caller destroys it); a non-NULL one must have the output's
-   dtype and shape and is overwritten. */
+/* Runs with |nin| input buffers (flattened entry parameters, in order). Each out[i] that is
+   NULL receives a new buffer (the caller destroys it); a non-NULL one must have the output's
+   dtype and shape and is overwritten. With inputs bound (hj_exec_bind), |in| holds only the
+   unbound ones; an output that aliases an input (donation) follows the rules of "donation"
+   below. */
 hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout);
 int hj_exec_num_inputs(const hj_exec_t *e);
 int hj_exec_num_outputs(const hj_exec_t *e);
