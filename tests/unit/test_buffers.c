@@ -197,6 +197,18 @@ static void test_map_file(void **state) {
   ta_has(hj_ctx_error(ctx), "cannot open '/nonexistent/w.bin'");
   assert_int_equal(hj_buffer_map_file(ctx, "/tmp", 0, HJ_F32, HJ_SHAPE(1), &b), HJ_ERR_IO);
   ta_has(hj_ctx_error(ctx), "is not a regular file");
+  /* the evaluator reads the same 4-byte aligned (not 64) mapping (UBSan checks its loads) */
+  hj_ctx_t *ev = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
+  hj_graph_t *g2;
+  hj_exec_t *e2 = tb_affine(ev, 64, &g2);
+  out[0] = NULL;
+  CHECK_OK(ev, hj_exec_run(e2, &w2, 1, out, 1));
+  y = hj_buffer_host_ptr(out[0]);
+  for (int i = 0; i < 64; i++) assert_true(y[i] == 2.0f * (4000 + i) + 1);
+  hj_buffer_destroy(out[0]);
+  hj_exec_destroy(e2);
+  hj_graph_destroy(g2);
+  hj_ctx_destroy(ev);
   hj_buffer_destroy(w);
   hj_buffer_destroy(w2);
   hj_exec_destroy(e);
