@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { BD_L = 12, BD_C = 768, BD_NH = 12, BD_HS = 64, BD_F = 3072, BD_ROUNDS = 5, BD_STEPS = 4 };
+enum { BD_L = 12, BD_C = 768, BD_NH = 12, BD_HS = 64, BD_F = 3072, BD_ROUNDS = 8, BD_STEPS = 4 };
 static const char *bd_wname[12] = { "ln1w", "ln1b", "qkvw", "qkvb", "projw", "projb",
                                     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb" };
 static const hj_shape_t bd_wshape[12] = {
