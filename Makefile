@@ -177,5 +177,28 @@ demo: deps
 	$(MAKE) all
 	$(PY) examples/mlp_check.py
 
+# `make install PREFIX=/usr/local` (and DESTDIR for staging): hlojit.h, libhlojit.a,
+# libhlojit.so, the hlojit tool, and PREFIX/lib/pkgconfig/hlojit.pc, whose Libs carry
+# LLVM's link flags. A program then builds with `cc prog.c $$(pkg-config --cflags --libs
+# hlojit)`. The single-header mode (HLOJIT_IMPLEMENTATION) compiles the source tree and is
+# not installed: vendor hlojit.h, hlojit_impl/ and backends/ for it. `make uninstall`
+# removes what install put there.
+PREFIX  ?= /usr/local
+HJ_VERSION := $(shell awk '/define HJ_VERSION_MAJOR/{a=$$3} /define HJ_VERSION_MINOR/{b=$$3} END{print a "." b}' hlojit.h)
+.PHONY: install uninstall
+install: lib $(B)/hlojit
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 hlojit.h $(DESTDIR)$(PREFIX)/include/hlojit.h
+	install -m 644 $(B)/libhlojit.a $(DESTDIR)$(PREFIX)/lib/libhlojit.a
+	install -m 755 $(B)/libhlojit.so $(DESTDIR)$(PREFIX)/lib/libhlojit.so
+	install -m 755 $(B)/hlojit $(DESTDIR)$(PREFIX)/bin/hlojit
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HJ_VERSION)|' -e 's|@LLVM_LIBS@|$(strip $(CPU_LDLIBS))|' \
+	  tools/hlojit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hlojit.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/hlojit.h $(DESTDIR)$(PREFIX)/lib/libhlojit.a \
+	  $(DESTDIR)$(PREFIX)/lib/libhlojit.so $(DESTDIR)$(PREFIX)/bin/hlojit \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/hlojit.pc
+
 clean:
 	rm -rf $(B)

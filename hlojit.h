@@ -27,7 +27,9 @@
        hj_buffer_destroy(out[0]); ... hj_exec_destroy(e); hj_graph_destroy(g); hj_ctx_destroy(ctx);
 
    BUILD OPTIONS
-   - Link build/libhlojit.a or build/libhlojit.so (made by `make`) with
+   - After `make install PREFIX=...`: `cc prog.c $(pkg-config --cflags --libs hlojit)`
+     (hlojit.pc's Libs carry LLVM's flags), or
+   - link build/libhlojit.a or build/libhlojit.so (made by `make`) with
      `$(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl`, or
    - define HLOJIT_IMPLEMENTATION in exactly one .c file before `#include "hlojit.h"`:
      the whole implementation, CPU backend included, is then compiled into that
@@ -79,15 +81,20 @@
               dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
-              (hj_exec_stats counts them).
+              (hj_exec_stats counts them);
+              donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
+              caches), buffers over caller memory and mapped files, names and bound inputs,
+              hj_linear, closures (sub-graphs using enclosing tensors), per-thunk profiles
+              ($HLOJIT_PROFILE, hj_exec_profile), make install + pkg-config;
               the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
               dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
               an LRU memory cache of executables, statistics;
               the code cache (CPU backend): machine code compiled once per context and kept
               on disk for the next process (CODE CACHE below).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A module with bounded dynamic dims
-              (HJ_DYN, `f32[<=64,768]`) compiled with hj_compile runs at its bounds
-              (get-dimension-size reads the bound); hj_jit_call runs it at any real size.
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A
+              module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`) compiled with
+              hj_compile runs at its bounds (get-dimension-size reads the bound);
+              hj_jit_call runs it at any real size.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -169,6 +176,8 @@ typedef struct hj_ctx_options {
   const char *cache_dir;    /* the disk cache of compiled code: NULL: $HLOJIT_CACHE_DIR, else
                                $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off": none
                                (HLOJIT_CACHE_MAX_MB bounds it, default 1024) */
+  bool profile;             /* time every thunk of every run (hj_exec_profile); default:
+                               $HLOJIT_PROFILE is set and not "0" */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -289,8 +298,9 @@ hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit,
 hj_tensor_t hj_dynamic_slice(hj_tensor_t x, const hj_tensor_t *starts, const int64_t *sizes);
 hj_tensor_t hj_dynamic_update_slice(hj_tensor_t x, hj_tensor_t update, const hj_tensor_t *starts);
 hj_tensor_t hj_concat(const hj_tensor_t *xs, int n, int axis);
-/* |out| receives |n| tensors; |sizes| sums to x's size along |axis|. */
-hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tensor_t *out);
+/* A tuple of |n| slices of |x| along |axis|; |sizes| sums to x's size there. Take it apart
+   with hj_unpack (or hj_get_tuple_element): see "multi-result ops" below. */
+hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n);
 hj_tensor_t hj_pad(hj_tensor_t x, hj_tensor_t value, const int64_t *lo, const int64_t *hi,
                    const int64_t *interior);                     /* interior may be NULL */
 hj_tensor_t hj_reverse(hj_tensor_t x, const int64_t *dims, int n);
@@ -327,11 +337,22 @@ typedef struct hj_dot_dims {
   const int64_t *lhs_contracting; int n_lhs_contracting;
   const int64_t *rhs_contracting; int n_rhs_contracting;
 } hj_dot_dims_t;
+/* XLA's DotGeneral. The result's dims, in this order (XLA's rule): the batch dims (in
+   lhs_batch order), then a's remaining dims (in a's order), then b's remaining dims (in b's
+   order). E.g. a (B, T, C), b (C, N), contracting a's 2 with b's 0, no batch: (B, T, N). */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
-/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations */
+/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations.
+   Multi-result ops: every op with several results (hj_split, hj_while, hj_conditional,
+   hj_call of a sub-graph with several outputs, hj_reduce_with and hj_sort_with of several
+   operands) returns ONE tensor, a tuple; hj_get_tuple_element takes one element and
+   hj_unpack all of them. The tuple costs nothing: the compiler removes it. */
 hj_tensor_t hj_tuple(hj_graph_t *g, const hj_tensor_t *xs, int n);
 hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index);
+/* out[i] = element i of tuple |t|, for the |n| elements it has (another count is an error
+   recorded in the graph: HJ_ERR_SHAPE); a poisoned |t| gives poisoned tensors and the
+   graph's status. */
+hj_status hj_unpack(hj_tensor_t t, hj_tensor_t *out, int n);
 hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n);
 hj_tensor_t hj_map(hj_graph_t *scalar_fn, const hj_tensor_t *args, int n);
 /* |cond| takes the state and returns pred[]; |body| takes and returns the state. */
@@ -365,6 +386,12 @@ hj_tensor_t hj_causal_mask(hj_graph_t *g, int64_t T);
 /* table (V, C), ids (...) integer -> (..., C); out-of-range ids clamp like XLA's gather. */
 hj_tensor_t hj_embedding(hj_tensor_t table, hj_tensor_t ids);
 hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins */
+/* A linear layer: x (..., in) times the weights, plus the bias |b| (out) unless it is
+   HJ_NONE -> (..., out). The weights as checkpoints store them: HJ_LINEAR_IN_OUT, w (in,
+   out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
+   y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. */
+typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
+hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
 
 /* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies
@@ -394,9 +421,11 @@ hj_status hj_module_optimize(hj_module_t *m);
 hj_status hj_compile(hj_graph_t *g, hj_exec_t **out);
 /* The executable borrows |m|: keep it alive until hj_exec_destroy. */
 hj_status hj_compile_module(hj_ctx_t *ctx, hj_module_t *m, hj_exec_t **out);
-/* Runs with |nin| input buffers (flattened entry parameters). Each out[i] that is NULL
-   receives a new buffer (the caller destroys it); a non-NULL one must have the output's
-   dtype and shape and is overwritten. */
+/* Runs with |nin| input buffers (flattened entry parameters, in order). Each out[i] that is
+   NULL receives a new buffer (the caller destroys it); a non-NULL one must have the output's
+   dtype and shape and is overwritten. With inputs bound (hj_exec_bind), |in| holds only the
+   unbound ones; an output that aliases an input (donation) follows the rules of "donation"
+   below. */
 hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout);
 int hj_exec_num_inputs(const hj_exec_t *e);
 int hj_exec_num_outputs(const hj_exec_t *e);
@@ -556,6 +585,133 @@ hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
 hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
 hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
+/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ==========
+
+   ---- buffers without a copy ----------------------------------------------------------
+   Every buffer is reference counted: the create/wrap/map/view call returns one reference,
+   hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
+   (for a wrapped buffer: |release| is called then, once). A buffer must outlive the runs it
+   is passed to and the executables it is bound to (binding takes a reference itself).
+
+   Alignment: the kernels load and store elements at their natural alignment (f32 at 4
+   bytes, f64 at 8) and never assume more, so |data| must be a multiple of the element size;
+   a multiple of 64 bytes (a cache line, an AVX-512 vector: what hj_buffer_create gives) is
+   faster for the vector loops. Misaligned data, or fewer than |nbytes| = elements x element
+   size bytes, is refused (HJ_ERR_INVALID_ARG, with a message). A read-only buffer (mapped,
+   or wrapped with HJ_BUFFER_READ_ONLY) may be an input, never an output: hj_exec_run
+   refuses it there (and as a donated input that would be written in place, see below).
+   hj_buffer_host_ptr of a read-only buffer points at memory that faults when written. */
+enum { HJ_BUFFER_READ_ONLY = 1 };
+typedef void (*hj_release_fn)(void *user, void *data);
+/* A buffer over the caller's |data| (|nbytes| bytes, at least what |t| and |s| need; not
+   copied). |release| (may be NULL) is called with |user| and |data| when the last reference
+   goes. |flags|: 0 or HJ_BUFFER_READ_ONLY. On failure |release| is not called. */
+hj_status hj_buffer_wrap(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, void *data, size_t nbytes,
+                         unsigned flags, hj_release_fn release, void *user, hj_buffer_t **out);
+/* Maps bytes [offset, offset + elements x size) of the file at |path| read-only (mmap,
+   MAP_PRIVATE): nothing is read until a kernel touches it, and pages come from the page
+   cache (weights: no copy, shared between processes). |offset| must be a multiple of the
+   element size; a file too short for the region is refused. The mapping lives until the
+   last reference goes (the file may be closed or renamed meanwhile). */
+hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, hj_dtype_t t,
+                             hj_shape_t s, hj_buffer_t **out);
+/* A buffer viewing bytes [offset, offset + elements x size) of |base| (no copy; read-only
+   if |base| is). It holds a reference to |base|. For one mapped checkpoint file and one view
+   per weight. */
+hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out);
+hj_buffer_t *hj_buffer_retain(hj_buffer_t *b);   /* one more reference; returns |b| */
+bool hj_buffer_is_read_only(const hj_buffer_t *b);
+
+/* ---- donation: outputs that alias parameters (XLA's input_output_alias) --------------
+   An output declared to alias a parameter is written into that parameter's buffer: the
+   caller donates the input, and after the run the buffer holds the output's value (JAX's
+   donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
+   updated rows (hj_exec_stats: kernels_dus counts it, and no copy thunk is made); an
+   elementwise update (x = x + d) runs in place too. The module prints the pair in its
+   header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
+   from such text has the alias (whether may- or must-alias, hlojit treats it the same).
+
+   Rules (each refused with a message otherwise): |output| is a flattened output leaf (the
+   hj_graph_output order when every output is an array), |param| an array parameter of the
+   top graph, both of the same byte size; an output aliases at most one parameter and a
+   parameter at most one output. Where the graph still reads the parameter after the
+   output is written (e.g. cache' = dus(cache, ..); y = f(cache)), the compiler computes the
+   output elsewhere and copies it in at the end: correct, one copy (stats.copies).
+
+   At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
+   - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
+     to in[i] with one more reference (destroy both handles, or neither);
+   - another writable buffer of the output's shape: in[i] is copied into it first (once)
+     and the run updates that copy; in[i] is left as it was.
+   A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only
+   in[i] passed as out[k] too is refused. If in[i]'s memory is also passed as another
+   input, the run works on a temporary and copies the result into out[k] afterwards.
+   Non-aliased outputs may share memory with nothing that the run reads or writes; if they
+   do, the run computes them into temporaries and copies (correct, slower). */
+/* Declares that output leaf |output| of top graph |g| aliases parameter |param|. */
+hj_status hj_graph_alias(hj_graph_t *g, int output, hj_tensor_t param);
+/* hj_graph_output(g, t) and hj_graph_alias(g, <that output>, param): t must be an array. */
+hj_status hj_graph_output_aliased(hj_graph_t *g, hj_tensor_t t, hj_tensor_t param);
+/* The input leaf that output leaf |output| aliases, -1 for none (or out of range). */
+int hj_module_output_alias(const hj_module_t *m, int output);
+int hj_exec_output_alias(const hj_exec_t *e, int output);
+
+/* ---- names and bound inputs -----------------------------------------------------------
+   Input order: the flattened leaves of the entry's parameters, in parameter order, i.e.
+   the order of the hj_param / hj_param_tuple calls on the top graph (a tuple parameter
+   expanded depth first). Output order: the flattened leaves of the outputs, in
+   hj_graph_output order. Names: a graph input is named by its hj_param name (a tuple
+   parameter's leaves "name{0}", "name{1,2}", ...; an unnamed one "in<k>"); an output by
+   hj_graph_output_named ("out<k>" otherwise, tuple leaves "name{j}"). A module's inputs are
+   named after its parameter instructions (tuple leaves "name{j}"), its outputs "out<k>".
+   Names need not be unique; a look-up of a name that several carry fails. */
+hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name);
+const char *hj_exec_input_name(const hj_exec_t *e, int i);    /* NULL out of range */
+const char *hj_exec_output_name(const hj_exec_t *e, int i);
+/* The index of the input (output) named |name|; -1 with a message in the context when no
+   input or several have it. */
+int hj_exec_find_input(const hj_exec_t *e, const char *name);
+int hj_exec_find_output(const hj_exec_t *e, const char *name);
+/* Binds |b| to input |i| (a reference is taken; the previous binding's is dropped); b NULL
+   unbinds. Wrong dtype or shape: HJ_ERR_SHAPE, nothing changes. Not while a run of |e| is
+   in progress.
+   Calling convention once inputs are bound: hj_exec_run takes only the unbound inputs, in
+   input order (nin == hj_exec_num_unbound_inputs(e)); passing all of them (a bound input
+   also given) is an error. A bound input that an output aliases is updated in place by
+   every run (a KV cache bound once); out[k] may be the bound buffer or NULL. */
+hj_status hj_exec_bind(hj_exec_t *e, int i, hj_buffer_t *b);
+hj_status hj_exec_bind_name(hj_exec_t *e, const char *name, hj_buffer_t *b);
+int hj_exec_num_unbound_inputs(const hj_exec_t *e);
+hj_buffer_t *hj_exec_bound(const hj_exec_t *e, int i);      /* NULL when unbound */
+
+/* ---- profiles -------------------------------------------------------------------------
+   With profiling on (hj_ctx_options_t.profile, $HLOJIT_PROFILE=1, or hj_exec_set_profiling)
+   every thunk of a run is timed. With $HLOJIT_PROFILE=1 the report (hj_exec_profile_text)
+   is also printed on stderr when an executable that ran is destroyed. Timing a thunk costs
+   two clock reads (~50 ns). */
+typedef struct hj_profile_entry {
+  const char *instr;          /* the HLO instruction the thunk runs (fusion, copy, while) */
+  const char *kernel;         /* its kernel's symbol; "" when it has none */
+  const char *kind;           /* loop reduction transpose matmul dus | copy eval while cond;
+                                 "module" for a backend that times only whole runs */
+  int depth;                  /* 0: the entry; 1: inside a while or conditional; ... */
+  int64_t calls;              /* times it ran (inside a while: once per iteration) */
+  double ms;                  /* total over the calls (while/cond: what runs inside too) */
+  int64_t bytes;              /* per call: its input and output leaves (an in-place
+                                 dynamic-update-slice: the update, read and written) */
+  int64_t flops;              /* per call: 2*M*N*K per dot, one per element of each
+                                 arithmetic op, one per input element of a reduce */
+} hj_profile_entry_t;
+hj_status hj_exec_set_profiling(hj_exec_t *e, bool on);
+/* The entries (malloc'd, sorted by |ms|, largest first; free() them) and the number of
+   runs and their wall time (|runs|, |run_ms| may be NULL). */
+hj_status hj_exec_profile(const hj_exec_t *e, hj_profile_entry_t **entries, int *n,
+                          int64_t *runs, double *run_ms);
+/* The report as text (malloc'd; free()): per thunk ms per run, share, calls, GB/s, GFLOP/s,
+   kind, instruction and kernel, sorted; then the compile times. */
+hj_status hj_exec_profile_text(const hj_exec_t *e, char **text);
+void hj_exec_profile_reset(hj_exec_t *e);
 
 #ifdef __cplusplus
 }

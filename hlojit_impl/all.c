@@ -10,6 +10,7 @@
    runs modules on the reference evaluator). */
 
 /* ir/ */
+#include "ir/alias.c"
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
@@ -23,6 +24,7 @@
 #include "text/lex.c"
 #include "text/parse.c"
 #include "text/parse_attrs.c"
+#include "text/parse_header.c"
 #include "text/print.c"
 
 /* eval/ */
@@ -57,14 +59,20 @@
 #include "runtime/buffer_assign.c"
 #include "runtime/disk_cache.c"
 #include "runtime/pass_hooks.c"
+#include "runtime/profile.c"
 #include "runtime/thunks.c"
 
 /* api/ */
 #include "api/api.c"
+#include "api/buffer.c"
 #include "api/builder.c"
 #include "api/builder_ops.c"
+#include "api/closure.c"
 #include "api/composites.c"
 #include "api/exec.c"
+#include "api/exec_io.c"
+#include "api/exec_profile.c"
+#include "api/graph_io.c"
 #include "api/graph_module.c"
 #include "api/npy.c"
 #include "api/optimize.c"

@@ -245,6 +245,14 @@ static hj_status cpb_run(void *exec, void *const *in, int nin, void *const *out,
 
 static void cpb_stats(const void *exec, hj_exec_stats_t *s) { *s = ((const cpu_exec *)exec)->base.stats; }
 
+/* Profiles: the runtime times the thunks (th_runtime.profile), profile.c reports them. */
+static void cpb_set_profiling(void *exec, bool on) { ((cpu_exec *)exec)->run.profile = on; }
+static hj_status cpb_profile(const void *exec, hj_profile_entry_t **out) {
+  th_profile_append(((const cpu_exec *)exec)->base.entry, 0, out);
+  return HJ_OK;
+}
+static void cpb_profile_reset(void *exec) { th_profile_reset(((cpu_exec *)exec)->base.entry); }
+
 const hlo_backend hlo_backend_cpu = {
   .name = "cpu",
   .kind = HJ_BACKEND_CPU,
@@ -254,4 +262,7 @@ const hlo_backend hlo_backend_cpu = {
   .run = cpb_run,
   .stats = cpb_stats,
   .exec_free = cpb_exec_free,
+  .set_profiling = cpb_set_profiling,
+  .profile = cpb_profile,
+  .profile_reset = cpb_profile_reset,
 };

@@ -16,7 +16,12 @@
    dynamic-update-slice shares its operand 0's. A group lives in the caller's input buffer
    (a parameter leaf), the caller's output buffer (a root leaf written by a kernel), a
    constant, or one 64-byte aligned slot of the arena, reused first-fit once its last user
-   has run (liveness over the text order). */
+   has run (liveness over the text order).
+   The entry's input_output_alias pairs (output k, input i) share memory at run time
+   (backend.h): output k is computed in input i's buffer when nothing reads the parameter
+   after the output's first write, or in place by the instruction that reads it last (a
+   dynamic-update-slice or in-place elementwise fusion); else it is computed in the arena
+   and copied in at the end (ba_plan.copies), after every read of the parameter. */
 typedef enum { BA_NONE, BA_PARAM, BA_OUTPUT, BA_CONST, BA_ARENA } ba_where;
 typedef struct ba_loc {
   ba_where where;
@@ -32,6 +37,13 @@ typedef struct ba_copy {    /* a root leaf that needs a copy into the output buf
   int out;                  /* output leaf */
   ba_loc src;
 } ba_copy;
+typedef struct ba_stage {   /* a parameter leaf copied into the arena before the first thunk */
+  ba_loc src, dst;          /* PARAM, ARENA */
+} ba_stage;
+typedef struct ba_alias_note {  /* what became of one input_output_alias pair (the dump) */
+  int out, in;              /* flattened output and input leaves */
+  const char *how;          /* "in place (dynamic-update-slice)", "copied at the end: ...", ... */
+} ba_alias_note;
 typedef struct ba_plan {
   const hlo_comp *comp;
   /* per instruction (index = position in comp->instrs): its leaves' locations */
@@ -45,6 +57,8 @@ typedef struct ba_plan {
   int64_t values_bytes;     /* sum of arena values without reuse (for the dump) */
   int *inplace_operand;     /* per instruction: the operand whose arena slot the fusion's
                                output 0 takes (in-place elementwise, ba_assign_ex), -1 none */
+  ba_stage *stages;         /* stb_ds: copies to make before the first thunk */
+  ba_alias_note *aliases;   /* stb_ds: the entry's input_output_alias pairs, as planned */
 } ba_plan;
 /* |scratch_bytes| (may be NULL): per instruction (comp->instrs order) bytes of scratch
    it needs while it runs (the while thunk's next state). *out is filled; free it with
@@ -108,6 +122,7 @@ typedef struct th_thunk {
   int *arg_off;                  /* COND: first args index of branch b's operand leaves */
   int64_t scratch;               /* WHILE: arena offset of next state + pred */
   void **bufs;                   /* KERNEL/MATMUL: pointer table reused by every run */
+  int64_t prof_calls, prof_ns;   /* runs and time of this thunk while profiling */
 } th_thunk;
 
 struct th_program {
@@ -127,6 +142,7 @@ typedef struct th_runtime {
   hj_status (*kernel)(void *ud, const th_thunk *t, void **bufs);
   hj_status (*matmul)(void *ud, const th_thunk *t, void **bufs);
   int64_t iterations;            /* while iterations run (statistics) */
+  bool profile;                  /* time each thunk into its prof_* counters */
 } th_runtime;
 
 /* Allocates the arena and the constant copies of |p| (after its plan is made). */
@@ -140,6 +156,17 @@ void th_program_print(const th_program *p, char **sb, int depth);
 const char *th_kind_name(th_kind k);
 /* While scratch: bytes for the next state of |w| and the predicate. */
 int64_t th_while_scratch_bytes(const hlo_instr *w);
+
+/* ---- profile.c: per-thunk profiles (hj_exec_profile) -------------------------------------
+   th_profile_append: one hj_profile_entry_t per thunk of |p| and of its nested programs
+   (depth + 1), appended to the stb_ds array *out; names point into |p|.
+   th_profile_reset: zeroes the counters of |p| and its nested programs.
+   th_thunk_bytes / th_thunk_flops: what a thunk moves and computes per call (the meaning
+   of hj_profile_entry_t's fields). */
+void th_profile_append(const th_program *p, int depth, hj_profile_entry_t **out);
+void th_profile_reset(th_program *p);
+int64_t th_thunk_bytes(const th_thunk *t);
+int64_t th_thunk_flops(const th_thunk *t);
 
 
 /* ---- pass_hooks.c ----------------------------------------------------------------------------
