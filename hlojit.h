@@ -170,7 +170,9 @@ void hj_ctx_clear_error(hj_ctx_t *ctx);
 const char *hj_status_name(hj_status s);
 const char *hj_dtype_name(hj_dtype_t t);        /* "f32", ...; NULL if out of range */
 size_t hj_dtype_size(hj_dtype_t t);             /* bytes per element; 0 if out of range */
-int64_t hj_shape_numel(hj_shape_t s);           /* product of |dims| (bounds for dynamic) */
+/* Product of |dims| (bounds for dynamic); -1 when it does not fit in int64_t or a dim is
+   INT64_MIN, 0 for an invalid rank. Graphs take shapes of at most 2^53 elements. */
+int64_t hj_shape_numel(hj_shape_t s);
 
 /* ---- graph building ------------------------------------------------------------------ */
 hj_status hj_graph_create(hj_ctx_t *ctx, const char *name, hj_graph_t **out);
