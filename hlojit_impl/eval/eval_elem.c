@@ -463,6 +463,7 @@ static void eve_raw_copy(int sz, const void *in, bool bc, void *out, int64_t n) 
 
 void hlo_elem_run(const hlo_elem_op *e, const void *const *in, const bool *bcast, void *out,
                   int64_t n) {
+  if (n <= 0) return;   /* zero-element arrays have no storage (NULL): memmove(NULL, NULL, 0) is UB */
   bool bc[3] = { false, false, false };
   for (int k = 0; k < e->nin && k < 3; k++) bc[k] = bcast && bcast[k];
   if (e->op == HLO_OP_SELECT) {
