@@ -144,7 +144,13 @@ hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit, 
 static bool bldo_with_starts(const char *op, hj_tensor_t x, const hj_tensor_t *extra, int nextra,
                              const hj_tensor_t *starts, hj_graph_t **g, hlo_instr ***ops, int *n) {
   hlo_instr *a;
-  if (!hj__operands(op, &x, 1, g, &a)) return false;
+  if (!hj__operands(op, &x, 1, g, &a)) {
+    /* x HJ_NONE: the update (dynamic-update-slice) still names the graph; the starts cannot
+       be looked at, their count is x's rank */
+    if (!*g && nextra > 0 && extra[0].graph && extra[0].id >= 0)
+      hj__graph_fail(*g = extra[0].graph, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
+    return false;
+  }
   if (!starts) return hj__graph_fail(*g, HJ_ERR_INVALID_ARG, "%s: starts is NULL", op), false;
   int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : 0;
   hj_tensor_t ts[2 + HLO_MAX_RANK];
@@ -153,7 +159,8 @@ static bool bldo_with_starts(const char *op, hj_tensor_t x, const hj_tensor_t *e
   for (int i = 0; i < r; i++) ts[1 + nextra + i] = starts[i];
   *n = 1 + nextra + r;
   *ops = hlo_alloc((*g)->m, sizeof(hlo_instr *) * (size_t)*n);
-  return *ops && hj__operands(op, ts, *n, g, *ops);
+  if (!*ops) return hj__graph_fail(*g, HJ_ERR_OOM, "%s: out of memory", op), false;
+  return hj__operands(op, ts, *n, g, *ops);
 }
 
 hj_tensor_t hj_dynamic_slice(hj_tensor_t x, const hj_tensor_t *starts, const int64_t *sizes) {

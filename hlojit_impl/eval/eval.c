@@ -52,12 +52,12 @@ static int ev_pos(const ev_frame *f, const hlo_instr *ins) {
 }
 
 static void ev_frame_free(ev_frame *f) {
-  for (int i = 0; f->val && i < f->n; i++)
+  for (int i = 0; f->val && f->own && i < f->n; i++)
     if (f->own[i]) hlo_literal_free(f->val[i]);
-  free(f->val);
-  free(f->own);
-  free(f->last);
-  free(f->dense);
+  hj__free(f->ctx, f->val);
+  hj__free(f->ctx, f->own);
+  hj__free(f->ctx, f->last);
+  hj__free(f->ctx, f->dense);
   hmfree(f->hm);
 }
 
@@ -73,14 +73,14 @@ static hj_status ev_frame_init(ev_frame *f, hj_ctx_t *ctx, const hlo_comp *c) {
     if (i == 0 || id < lo) lo = id;
     if (i == 0 || id > hi) hi = id;
   }
-  f->val = calloc((size_t)n + 1, sizeof *f->val);
-  f->own = calloc((size_t)n + 1, sizeof *f->own);
-  f->last = malloc(((size_t)n + 1) * sizeof *f->last);
+  f->val = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->val, true);
+  f->own = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->own, true);
+  f->last = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->last, false);
   if (!f->val || !f->own || !f->last) goto oom;
   f->lo = lo;
   f->span = hi - lo + 1;
   if (f->span <= 4 * n + 64) {
-    if (!(f->dense = malloc((size_t)(f->span > 0 ? f->span : 1) * sizeof(int)))) goto oom;
+    if (!(f->dense = hlo_ev_alloc(ctx, (size_t)(f->span > 0 ? f->span : 1), sizeof(int), false))) goto oom;
     for (int k = 0; k < f->span; k++) f->dense[k] = -1;
     for (int i = 0; i < n; i++) f->dense[c->instrs[i]->id - lo] = i;
   } else {
@@ -249,7 +249,7 @@ static hj_status ev_bitcast_convert(hj_ctx_t *ctx, const hlo_instr *ins, const h
 static hj_status ev_tuple(ev_frame *f, int j, hlo_literal **out) {
   const hlo_instr *ins = f->c->instrs[j];
   hlo_literal *small[16], **el = ins->noperands <= 16 ? small
-                                   : calloc((size_t)ins->noperands, sizeof *el);
+                                   : hlo_ev_alloc(f->ctx, (size_t)ins->noperands, sizeof *el, true);
   if (!el) return hj__err(f->ctx, HJ_ERR_OOM, "eval: out of memory in tuple");
   hj_status st = HJ_OK;
   int k = 0;
@@ -261,7 +261,7 @@ static hj_status ev_tuple(ev_frame *f, int j, hlo_literal **out) {
   } else if (!(*out = hlo_literal_tuple(f->ctx, el, ins->noperands))) {
     st = HJ_ERR_OOM;
   }
-  if (el != small) free(el);
+  if (el != small) hj__free(f->ctx, el);
   return st;
 }
 
@@ -329,11 +329,11 @@ typedef struct ev_task {
   int phase;                          /* while: 1 condition, 2 body */
 } ev_task;
 
-static void ev_task_free(ev_task *t) {
+static void ev_task_free(hj_ctx_t *ctx, ev_task *t) {
   ev_frame_free(&t->f);
-  free(t->callargs);
+  hj__free(ctx, t->callargs);
   hlo_literal_free(t->state);
-  free(t);
+  hj__free(ctx, t);
 }
 
 /* A task running |c| on |args| (borrowed: they outlive it), on top of |up|. */
@@ -342,13 +342,13 @@ static hj_status ev_task_new(hj_ctx_t *ctx, ev_task *up, const hlo_comp *c,
   *out = NULL;
   hj_status st = ev_check_args(ctx, c, args, nargs);
   if (st) return st;
-  ev_task *t = calloc(1, sizeof *t);
+  ev_task *t = hlo_ev_alloc(ctx, 1, sizeof *t, true);
   if (!t) return hj__err(ctx, HJ_ERR_OOM, "eval: out of memory for computation '%s'", c->name);
   t->up = up;
   t->args = args;
   t->nargs = nargs;
   if ((st = ev_frame_init(&t->f, ctx, c))) {
-    ev_task_free(t);
+    ev_task_free(ctx, t);
     return st;
   }
   *out = t;
@@ -392,7 +392,7 @@ static hj_status ev_store(ev_frame *f, int j, hlo_literal *res, bool own) {
 static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int nargs) {
   const hlo_instr *ins = f->c->instrs[j];
   hlo_literal *small[16], **ops = small;
-  if (ins->noperands > 16 && !(ops = malloc(sizeof *ops * (size_t)ins->noperands)))
+  if (ins->noperands > 16 && !(ops = hlo_ev_alloc(f->ctx, (size_t)ins->noperands, sizeof *ops, false)))
     return hj__err(f->ctx, HJ_ERR_OOM, "eval: out of memory");
   hj_status st = ev_operands(f, j, ops);
   hlo_literal *res = NULL;
@@ -437,7 +437,7 @@ static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int narg
   }
   if (!st) st = ev_store(f, j, res, own);
 done:
-  if (ops != small) free(ops);
+  if (ops != small) hj__free(f->ctx, ops);
   return st;
 }
 
@@ -448,7 +448,7 @@ static hj_status ev_call_begin(hj_ctx_t *ctx, ev_task *t, ev_task **next) {
   const hlo_instr *ins = f->c->instrs[t->j];
   *next = NULL;
   int n = ins->noperands;
-  if (!(t->callargs = calloc((size_t)n + 1, sizeof *t->callargs)))
+  if (!(t->callargs = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *t->callargs, true)))
     return hj__err(ctx, HJ_ERR_OOM, "eval: out of memory");
   hj_status st = ev_operands(f, t->j, t->callargs);
   if (st) return st;
@@ -494,7 +494,7 @@ static hj_status ev_call_end(hj_ctx_t *ctx, ev_task *t, hlo_literal *res, ev_tas
     t->phase = 1;
     return ev_task_new(ctx, t, ins->calls[0], &t->state, 1, next);
   }
-  free(t->callargs);
+  hj__free(ctx, t->callargs);
   t->callargs = NULL;
   t->phase = 0;
   st = ev_store(f, t->j, res, true);
@@ -525,7 +525,7 @@ static hj_status ev_run(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *ar
     if (t->j == f->n) {                       /* finished: hand the root to the caller */
       hlo_literal *res = ev_result(ctx, t);
       ev_task *up = t->up;
-      ev_task_free(t);
+      ev_task_free(ctx, t);
       t = up;
       if (!res) st = hj__err(ctx, HJ_ERR_OOM, "eval: out of memory copying a result");
       else if (!t) *out = res;
@@ -545,7 +545,7 @@ static hj_status ev_run(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *ar
   }
   while (t) {                                 /* on error: every task still open */
     ev_task *up = t->up;
-    ev_task_free(t);
+    ev_task_free(ctx, t);
     t = up;
   }
   return st;

@@ -4,6 +4,18 @@
 
 #include "eval.h"
 
+/* The evaluator's own memory comes from the context's allocator (hj_ctx_options_t), so a
+   custom allocator sees (and can fail) every frame, scratch array and value; |n| * |size|
+   bytes, NULL on overflow or OOM; zeroed when |zero|. Free with hj__free(ctx, p). Only the
+   stb_ds id map of a sparse frame uses realloc (stb_ds has no failure path). */
+static inline void *hlo_ev_alloc(hj_ctx_t *ctx, size_t n, size_t size, bool zero) {
+  size_t b;
+  if (__builtin_mul_overflow(n, size, &b)) return NULL;
+  void *p = hj__alloc(ctx, b);
+  if (p && zero) memset(p, 0, b);
+  return p;
+}
+
 /* eval_ops.c: the structural ops. |ops| are the evaluated operands; *out is a new literal.
    Returns HJ_ERR_UNSUPPORTED for opcodes it does not handle. */
 hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);

@@ -235,13 +235,13 @@ static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
   if (hlo_shape_layout_is_default(os) && hlo_shape_layout_is_default(rs))
     return evo_reshape(ctx, ins, o, r);
   int64_t nbytes = hlo_shape_bytes(rs);
-  uint8_t *phys = malloc((size_t)(nbytes ? nbytes : 1));
+  uint8_t *phys = hlo_ev_alloc(ctx, (size_t)(nbytes ? nbytes : 1), 1, false);
   if (!phys) return hj__err(ctx, HJ_ERR_OOM, "op 'bitcast': out of memory");
   hlo_shape_strides(os, orow);
   hlo_shape_strides(rs, rrow);
   hlo_evo_copy(phys, 0, ophys, o->data, 0, orow, os->rank, os->dims, es);   /* logical → bytes */
   hlo_evo_copy(r->data, 0, rrow, phys, 0, rphys, rs->rank, rs->dims, es);   /* bytes → logical */
-  free(phys);
+  hj__free(ctx, phys);
   return HJ_OK;
 }
 

@@ -418,7 +418,7 @@ hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const 
   rows[dim] = 1;
   evr_sorter s = { .ctx = ctx, .cmp = ins->calls[0], .n = n, .ops = ops, .stride = st0[dim] };
   evr_sort_fast(&s);
-  int64_t *perm = malloc(sizeof(int64_t) * 2 * (size_t)len);
+  int64_t *perm = hlo_ev_alloc(ctx, 2 * (size_t)len, sizeof(int64_t), false);
   if (!perm) return hj__err(ctx, HJ_ERR_OOM, "op 'sort': out of memory");
   do {
     s.base = 0;
@@ -433,7 +433,7 @@ hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const 
                ops[k]->data + (s.base + perm[p] * s.stride) * es, (size_t)es);
     }
   } while (hlo_evo_next(s0->rank, rows, idx));
-  free(perm);
+  hj__free(ctx, perm);
   return s.st;
 }
 
@@ -554,9 +554,10 @@ hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *
                        hlo_type_size(ls->type) <= 4 && hlo_type_size(rs->type) <= 4 ? EVR_PF : EVR_PD;
   size_t es = kind == EVR_PF ? 4 : kind == EVR_PB ? 1 : 8;
   if (B * M * N == 0) return HJ_OK;
-  uint8_t *a = malloc(es * (size_t)(B * M * K) + 1), *b = malloc(es * (size_t)(B * N * K) + 1);
+  uint8_t *a = hlo_ev_alloc(ctx, (size_t)(B * M * K) + 1, es, false);
+  uint8_t *b = hlo_ev_alloc(ctx, (size_t)(B * N * K) + 1, es, false);
   if (!a || !b) {
-    free(a), free(b);
+    hj__free(ctx, a), hj__free(ctx, b);
     return hj__err(ctx, HJ_ERR_OOM, "op 'dot': out of memory packing operands");
   }
   evr_pack(ops[0], lord, a, kind);
@@ -575,7 +576,7 @@ hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *
           case EVR_PB: r->data[o] = evr_dot_b(pa, pb, K); break;
           }
         }
-  free(a);
-  free(b);
+  hj__free(ctx, a);
+  hj__free(ctx, b);
   return HJ_OK;
 }

@@ -122,7 +122,7 @@ static hj_status evs_vprog(hj_ctx_t *ctx, const hlo_comp *c, const void *const *
     }
     int64_t lanes = all ? 1 : n;
     void *dst = slot + j;
-    if (lanes > 1 && !(dst = heap[j] = malloc((size_t)(lanes * hlo_type_size(e.out))))) {
+    if (lanes > 1 && !(dst = heap[j] = hlo_ev_alloc(ctx, (size_t)lanes, (size_t)hlo_type_size(e.out), false))) {
       st = hj__err(ctx, HJ_ERR_OOM, "eval: out of memory in map over %lld elements",
                    (long long)n);
       goto done;
@@ -133,7 +133,7 @@ static hj_status evs_vprog(hj_ctx_t *ctx, const hlo_comp *c, const void *const *
     for (int k = 0; k < ins->noperands; k++) {  /* buffers whose last use was this op */
       int p = opos[j][k];
       if (heap[p] && last[p] == j) {
-        free(heap[p]);
+        hj__free(ctx, heap[p]);
         heap[p] = NULL;
       }
     }
@@ -143,7 +143,7 @@ static hj_status evs_vprog(hj_ctx_t *ctx, const hlo_comp *c, const void *const *
     evs_lanes_out(ptr[p], bc[p], hlo_type_size(c->instrs[p]->shape.type), outs[k], n);
   }
 done:
-  for (int j = 0; j < m; j++) free(heap[j]);
+  for (int j = 0; j < m; j++) hj__free(ctx, heap[j]);
   return st;
 }
 

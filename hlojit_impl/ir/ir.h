@@ -168,6 +168,9 @@ typedef struct hlo_literal {
   struct hlo_literal **elems;         /* tuple: ntuple element literals */
   int nelems;
   bool owned;                         /* data/elems malloc'd by hlo_literal_new & co. */
+  /* owned: the allocator all of it came from (the context's at hlo_literal_new / clone /
+     tuple; a copy, so the literal may outlive that context; all NULL: malloc/free) */
+  hj_allocator_t alloc;
 } hlo_literal;
 
 typedef struct hlo_dot_dims { hlo_ints lhs_batch, rhs_batch, lhs_contract, rhs_contract; } hlo_dot_dims;

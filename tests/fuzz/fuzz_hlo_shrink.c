@@ -132,7 +132,7 @@ static int fz_entry_line(const fz_lines *L) {
 /* Entry parameters numbered 0, 1, ... in order. */
 static void fz_renumber(fz_lines *L) {
   int e = fz_entry_line(L), k = 0;
-  for (int i = e + 1; e >= 0 && i < L->n && L->l[i] && L->l[i][0] != '}'; i++) {
+  for (int i = e + 1; e >= 0 && i < L->n && (!L->l[i] || L->l[i][0] != '}'); i++) {
     char *p = L->l[i] ? strstr(L->l[i], " parameter(") : NULL;
     if (!p) continue;
     char *q = strchr(p, ')');

@@ -454,7 +454,9 @@ static void test_concat_empty_is_none(void **state) {
   ta_has(hj_ctx_error(f->ctx), "hj_add: operand 1 is HJ_NONE");
 }
 
-int main(void) {
+/* argv[1], when given, selects the tests to run (a cmocka filter pattern, e.g. '*pad*'). */
+int main(int argc, char **argv) {
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
   hj_ctx_options_t o;
   hj_ctx_options_init(&o);
   o.backend = HJ_BACKEND_INTERP;
