@@ -182,8 +182,9 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
   if ((unsigned)t >= HJ_DTYPE_COUNT || s.rank < 0 || s.rank > HJ_MAX_RANK)
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: invalid dtype %d or rank %d", fn, (int)t, s.rank);
   int64_t n = hj_shape_numel(s);
-  if (n < 0 || n > INT64_MAX / 8)
-    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large (or a dim of INT64_MIN)", fn);
+  if (n < 0 || n > HLO_MAX_NUMEL)   /* the IR's bound: no module takes a bigger buffer */
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large (more than 2^53 elements, or a "
+                   "dim of INT64_MIN)", fn);
   hj_buffer_t *b = hj__alloc(ctx, sizeof *b);
   size_t nb = (size_t)n * hj_dtype_size(t);
   void *data = b ? hj__alloc(ctx, nb) : NULL;

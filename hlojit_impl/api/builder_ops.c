@@ -480,9 +480,8 @@ static hj_tensor_t bldo_call_op(const char *op, hlo_opcode opc, hj_graph_t *g0, 
          here (hj_tuple's |g|, or the family of the sub-graphs called): record it there,
          or the poisoned result would carry no message. */
       hj_graph_t *known = tg ? tg : g ? g : nsubs > 0 && subs[0] ? subs[0]->top : NULL;
-      if (!tg && known)
-        return hj__graph_fail(known, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
-      res = bldo_poison(known);
+      if (!tg && known) res = hj__graph_fail(known, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
+      else res = bldo_poison(known);
       goto done;
     }
     if (g && tg != g) {

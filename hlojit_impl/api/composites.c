@@ -369,7 +369,7 @@ hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tens
   if (ax < 0) return g->status != HJ_OK ? g->status : HJ_ERR_INVALID_ARG;
   int64_t sum = 0;
   bool neg = false;
-  for (int i = 0; i < n; i++) sum += sizes[i], neg = neg || sizes[i] < 0;
+  for (int i = 0; i < n && !neg; i++) neg = sizes[i] < 0 || !hlo_add_ok(sum, sizes[i], &sum);
   if (neg || sum != a->shape.dims[ax]) {
     char b[128];
     hj__graph_fail(g, HJ_ERR_SHAPE, "%s: sizes sum to %lld, %s has %lld along axis %d", op, (long long)sum,
