@@ -1,6 +1,8 @@
 /* core.c — the small things everything else stands on: error messages, the context's
    allocator, arenas, a string builder, the element-type and opcode tables, shapes, IR
-   construction, half-precision conversion and typed element access.
+   construction, half-precision conversion, typed element access, and the checked shape
+   arithmetic (element counts, strides, slice / pad / window extents) that every part uses
+   so that no attribute value can overflow int64 (ir.h says which helper does what).
 
    Arenas: a list of blocks, each at least 64 KiB; allocations are bumped, zeroed and
    16-byte aligned; everything is freed at once with the module (or graph).

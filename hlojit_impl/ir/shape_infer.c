@@ -19,6 +19,9 @@
      comparator returning pred[], while's condition and body, conditional branches), so the
      parser, the builder and the verifier all get the same checks.
    - Every message starts "op 'NAME' (instr): " and names the shapes involved.
+   - Extents come from core.c's checked helpers (hlo_slice_count, hlo_pad_dim,
+     hlo_window_dim), and every result, declared or derived, passes hlo_shape_check (at
+     most 2^53 elements, the parser's bound), so no inferred shape overflows downstream.
    The indexing ops (dynamic-slice, dynamic-update-slice, gather, scatter) are in
    shape_infer_index.c; the hlo_si_* helpers here are what it shares (shape_infer_internal.h). */
 #include "shape_infer_internal.h"
