@@ -325,6 +325,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--verbose")) o.verbose = true;
     else { fz_usage(); return 2; }
   }
+  if (!fz_compare_bites()) {
+    printf("fuzz_hlo: the output comparison does not catch planted differences\nfuzz_hlo: inputs 0, defects 1\n");
+    return 1;
+  }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (o.regress) fz_run_regressions(&o);

@@ -4,6 +4,22 @@
 #include "fuzz_hlo_driver.h"
 #include "hlojit_impl/ir/ir.h"
 #include <math.h>
+#include <time.h>
+
+/* A stage slower than this is named on stderr (the pipeline should be near-linear; issue 14
+   leaves pass-pipeline time to the compile-time work, but the fuzzer reports it). */
+#define FZ_SLOW_MS 2000.0
+
+static double fz_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void fz_slow(const char *stage, double t0, uint64_t seed) {
+  double ms = fz_ms() - t0;
+  if (ms > FZ_SLOW_MS) fprintf(stderr, "fuzz_hlo: seed %llu: slow %s: %.0f ms\n", (unsigned long long)seed, stage, ms);
+}
 
 int fz_stage_init(fz_stage_ctx *sc, bool cpu) {
   memset(sc, 0, sizeof *sc);
@@ -226,6 +242,33 @@ static bool fz_close(const fz_bufs *c, const fz_bufs *e, const int *levels, int 
   return true;
 }
 
+/* The comparison is not vacuous: on f32 outputs, one ulp fails an exact output and passes a
+   close one, 2^-9 relative fails a close one; an integer off by one fails. */
+bool fz_compare_bites(void) {
+  hj_ctx_t *ctx = NULL;
+  if (hj_ctx_create(NULL, &ctx) != HJ_OK) return false;
+  float base[4] = { 1.5f, -2.25f, 0.125f, 3.0f }, ulp[4], far[4];
+  int32_t iv[4] = { 1, 2, 3, 4 }, iw[4] = { 1, 2, 3, 5 };
+  memcpy(ulp, base, sizeof base);
+  memcpy(far, base, sizeof base);
+  ulp[2] = nextafterf(ulp[2], 1.0f);
+  far[3] = 3.0f * (1 + 1.0f / 512);
+  fz_bufs B = { 1 }, U = { 1 }, F = { 1 }, I = { 1 }, J = { 1 };
+  bool ok = hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(4), base, &B.b[0]) == HJ_OK &&
+            hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(4), ulp, &U.b[0]) == HJ_OK &&
+            hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(4), far, &F.b[0]) == HJ_OK &&
+            hj_buffer_from_host(ctx, HJ_S32, HJ_SHAPE(4), iv, &I.b[0]) == HJ_OK &&
+            hj_buffer_from_host(ctx, HJ_S32, HJ_SHAPE(4), iw, &J.b[0]) == HJ_OK;
+  char why[300];
+  int exact[1] = { FHG_EXACT }, close[1] = { FHG_CLOSE };
+  ok = ok && !fz_close(&U, &B, exact, 1, why, sizeof why) && fz_close(&U, &B, close, 1, why, sizeof why) &&
+       !fz_close(&F, &B, close, 1, why, sizeof why) && fz_close(&B, &B, exact, 1, why, sizeof why) &&
+       !fz_close(&J, &I, close, 1, why, sizeof why);
+  fz_bufs_free(&B), fz_bufs_free(&U), fz_bufs_free(&F), fz_bufs_free(&I), fz_bufs_free(&J);
+  hj_ctx_destroy(ctx);
+  return ok;
+}
+
 /* ---- the stages --------------------------------------------------------------------------- */
 
 static fz_result fz_opt_stage(fz_stage_ctx *sc, const char *printed, const fz_bufs *in,
@@ -314,7 +357,9 @@ fz_result fz_check(fz_stage_ctx *sc, const fhg_module *gm, uint64_t seed) {
   }
   /* interp, on the original and on the re-parsed module */
   if (fz_inputs(ctx, m, seed, &in) != 0) goto done;
+  double ti = fz_ms();
   st = fz_exec(ctx, m, &in, &ref, NULL);
+  fz_slow("interp", ti, seed);
   if (st != HJ_OK) {
     r = fz_failed(ctx, st, "interp", FZ_REFUSED_INTERP);
     if (fz_is_defect(r.kind)) goto done;
@@ -332,10 +377,14 @@ fz_result fz_check(fz_stage_ctx *sc, const fhg_module *gm, uint64_t seed) {
     }
   }
   /* opt, then cpu (a refusal by one stage still lets the later ones look for defects) */
+  double t0 = fz_ms();
   fz_result o = fz_opt_stage(sc, t1, &in, have_ref ? &ref : NULL);
+  fz_slow("opt", t0, seed);
   if (fz_is_defect(o.kind)) { r = o; goto done; }
   if (sc->cpu) {
+    t0 = fz_ms();
     fz_result c = fz_cpu_stage(sc, m, gm, &in, have_ref ? &ref : NULL);
+    fz_slow("cpu", t0, seed);
     if (fz_is_defect(c.kind)) { r = c; goto done; }
     if (c.kind != FZ_OK && r.kind <= FZ_MUTANT_OK) r = c;
   }

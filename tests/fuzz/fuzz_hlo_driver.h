@@ -64,6 +64,9 @@ int fz_stage_init(fz_stage_ctx *sc, bool cpu);
 void fz_stage_free(fz_stage_ctx *sc);
 /* Runs every stage on |gm|; inputs are drawn from |seed|. */
 fz_result fz_check(fz_stage_ctx *sc, const fhg_module *gm, uint64_t seed);
+/* The CPU-vs-evaluator comparison catches an ulp where exact bits are due, 2^-9 where a
+   tolerance applies, and any integer difference (run before every fuzzing run). */
+bool fz_compare_bites(void);
 
 /* fuzz_hlo_shrink.c: a failing input as a file (its kind, detail and levels in `//`
    comment lines, which the HLO parser skips), read back; and the shrinker, which saves the
