@@ -43,7 +43,9 @@
      Nothing in the library aborts or exits on bad input.
    - Ops on the graph never fail loudly: a bad op (shape mismatch, wrong dtype, bad handle)
      returns a poisoned tensor and records the first error with the op's name and shapes;
-     hj_graph_status() and hj_compile() report it.
+     hj_graph_status() and hj_compile() report it. An op given no way to tell its graph
+     (every tensor argument HJ_NONE and no graph argument, hj_concat with n <= 0) returns
+     HJ_NONE and records nothing; the op or hj_graph_output that receives it reports it.
    - Create functions set *out = NULL first and leave nothing allocated on failure.
    - Arrays are dense and row-major (C order). pred is one byte (0 or 1); f16 and bf16 are
      their 16-bit patterns (uint16_t). In .npy files bf16 is stored as numpy's `V2`
