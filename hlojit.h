@@ -59,7 +59,9 @@
      Nothing in the library aborts or exits on bad input.
    - Ops on the graph never fail loudly: a bad op (shape mismatch, wrong dtype, bad handle)
      returns a poisoned tensor and records the first error with the op's name and shapes;
-     hj_graph_status() and hj_compile() report it.
+     hj_graph_status() and hj_compile() report it. An op given no way to tell its graph
+     (every tensor argument HJ_NONE and no graph argument, hj_concat with n <= 0) returns
+     HJ_NONE and records nothing; the op or hj_graph_output that receives it reports it.
    - Create functions set *out = NULL first and leave nothing allocated on failure.
    - Arrays are dense and row-major (C order). pred is one byte (0 or 1); f16 and bf16 are
      their 16-bit patterns (uint16_t). In .npy files bf16 is stored as numpy's `V2`
@@ -154,8 +156,25 @@ typedef struct hj_shape {
 /* "No tensor", for optional arguments. A poisoned tensor has a graph and id < 0. */
 #define HJ_NONE ((hj_tensor_t){ NULL, -1 })
 
-/* Allocator used for the context, graph and module arenas and buffer storage.
-   Containers inside the library (stb_ds) use malloc/realloc. |align| is a power of two.
+/* Allocator used for the context, graphs, module arenas (every instruction, shape,
+   attribute and constant), buffers, executables and their arenas, and the reference
+   evaluator's frames, scratch and values (which also serve constant folding and the
+   evaluator fallback inside compiled programs). |align| is a power of two. A NULL from
+   |alloc| is handled: the call in progress fails with HJ_ERR_OOM and a message, and every
+   block taken is given back (tests/unit/test_api_faults.c fails each allocation in turn).
+   Keep the allocator valid until everything made with the context is destroyed.
+   Not through it (they use malloc/realloc/free):
+   - stb_ds containers (instruction and computation lists, graph handle tables, hash maps,
+     string builders): stb_ds passes its allocator hook a NULL context and has no failure
+     path (arrput writes through the new pointer), so an allocator that may fail would
+     turn OOM into a crash;
+   - LLVM (contexts, modules, the ORC JIT, machine code): LLVM-C takes no allocator;
+   - scratch arrays of the passes, the verifier, cloning, the compile driver, buffer
+     assignment and thunk runs, the emitters' plans, the backends' own state (the CPU
+     backend's JIT and thread pool, each backend's executable struct), the copy of a
+     graph's module, hj_exec_run's pointer arrays, .npy headers and hj_module_print's text
+     (freed with free() by contract): each is checked and fails with HJ_ERR_OOM, but
+     they are made where no context is at hand or belong to parts not yet moved over.
    The default (posix_memalign/free) gives blocks of 2 MiB or more 2 MiB alignment and, on
    Linux, advises them as transparent huge pages (madvise MADV_HUGEPAGE): matmul kernels that
    walk weights row by row then miss the TLB far less. */
@@ -201,7 +220,9 @@ void hj_ctx_clear_error(hj_ctx_t *ctx);
 const char *hj_status_name(hj_status s);
 const char *hj_dtype_name(hj_dtype_t t);        /* "f32", ...; NULL if out of range */
 size_t hj_dtype_size(hj_dtype_t t);             /* bytes per element; 0 if out of range */
-int64_t hj_shape_numel(hj_shape_t s);           /* product of |dims| (bounds for dynamic) */
+/* Product of |dims| (bounds for dynamic); -1 when it does not fit in int64_t or a dim is
+   INT64_MIN, 0 for an invalid rank. Graphs take shapes of at most 2^53 elements. */
+int64_t hj_shape_numel(hj_shape_t s);
 
 /* ---- graph building ------------------------------------------------------------------ */
 hj_status hj_graph_create(hj_ctx_t *ctx, const char *name, hj_graph_t **out);

@@ -33,6 +33,7 @@
 #include "eval/eval_gather.c"
 #include "eval/eval_ops.c"
 #include "eval/eval_reduce.c"
+#include "eval/eval_sprog.c"
 
 /* passes/ */
 #include "passes/algsimp.c"

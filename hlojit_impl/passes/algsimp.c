@@ -236,9 +236,14 @@ static hlo_instr *alg_compose_slice(hlo_comp *c, hlo_instr *ins) {
   for (int d = 0; d < r; d++) {
     int64_t t1 = s1->slice_stride.n > d ? s1->slice_stride.v[d] : 1;
     int64_t t2 = ins->slice_stride.n > d ? ins->slice_stride.v[d] : 1;
-    st[d] = s1->slice_start.v[d] + ins->slice_start.v[d] * t1;
-    sd[d] = t1 * t2;
-    li[d] = ins->shape.dims[d] == 0 ? st[d] : st[d] + (ins->shape.dims[d] - 1) * sd[d] + 1;
+    /* Only positions of elements that exist are formed (fuzz_hlo, issue 14): an empty dim
+       is [0:0], one element needs no stride (t1 * t2 may not fit: strides of 2^31 or
+       INT64_MAX pick single elements), and with two or more every product is a
+       position inside the operand. */
+    int64_t n = ins->shape.dims[d];
+    st[d] = n == 0 ? 0 : s1->slice_start.v[d] + ins->slice_start.v[d] * t1;
+    sd[d] = n <= 1 ? 1 : t1 * t2;
+    li[d] = n == 0 ? 0 : st[d] + (n - 1) * sd[d] + 1;
   }
   hlo_instr *n = alg_new1(c, ins, HLO_OP_SLICE, s1->operands[0]);
   if (!n) return NULL;
