@@ -344,6 +344,14 @@ hj_tensor_t hj_causal_mask(hj_graph_t *g, int64_t T);
 hj_tensor_t hj_embedding(hj_tensor_t table, hj_tensor_t ids);
 hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins */
 
+/* Time spent in one HLO pass during a compile or hj_module_optimize_timed (summed over its
+   runs: the simplification passes run several rounds). */
+typedef struct hj_pass_time {
+  const char *name;           /* "sibling-fusion", ... (static storage) */
+  double ms;
+  int runs;
+} hj_pass_time_t;
+
 /* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies
    it. Errors read "file:line:col: message" followed by the line and a caret. */
@@ -366,6 +374,10 @@ hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_
    rewritten but still verifies, except for HJ_ERR_INTERNAL (a pass bug: the message names
    the pass). */
 hj_status hj_module_optimize(hj_module_t *m);
+/* hj_module_optimize that also says where the time went: the first |cap| passes (by name,
+   summed over their runs, pipeline order) into |times|, their number into *n (it may
+   exceed |cap|). |times| may be NULL when |cap| is 0; |n| may be NULL. */
+hj_status hj_module_optimize_timed(hj_module_t *m, hj_pass_time_t *times, int cap, int *n);
 
 /* ---- compile and run ------------------------------------------------------------------- */
 /* The executable keeps its own copy of the graph's module. */
@@ -402,6 +414,19 @@ typedef struct hj_exec_stats {
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
+  /* ---- compile profile (issue 9) ---- */
+  int kernels_distinct;       /* kernels emitted and compiled: fusions whose fused
+                                 computations are structurally identical (hlo_fingerprint
+                                 plus a full equality check) share one; the kernels_* counts
+                                 above count launches, this counts code */
+  int kernels_cached;         /* of the launches, kernels found already compiled in the
+                                 context (by an earlier executable): no emission at all */
+  int llvm_modules;           /* LLVM modules the kernels were split into (compiled in
+                                 parallel on the context's threads) */
+  double fingerprint_ms;      /* of emit_ms: fingerprinting and comparing fusions */
+  const hj_pass_time_t *pass_times;  /* per pass (name, ms, runs), pipeline order; owned by
+                                        the executable, valid until hj_exec_destroy */
+  int npass_times;
 } hj_exec_stats_t;
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 

@@ -48,6 +48,11 @@ typedef struct hlo_pass_ctx {
   hj_status (*eval)(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int nargs,
                     hlo_literal **out);
   hj_status (*print)(const hlo_module *m, char **out);
+  /* With |time_passes| set (off by hlo_pass_ctx_init): the time spent in each pass (by
+     name, summed over its runs, its verification included), in first-run order; stb_ds
+     array filled by hlo_pass_run, freed with hlo_pass_ctx_free. */
+  bool time_passes;
+  hj_pass_time_t *times;
 } hlo_pass_ctx;
 typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 typedef struct hlo_pipeline_options {
@@ -56,6 +61,7 @@ typedef struct hlo_pipeline_options {
   int max_simplify_rounds;  /* algsimp/fold/CSE/DCE repeated until no change; default 8 */
 } hlo_pipeline_options;
 void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
+void hlo_pass_ctx_free(hlo_pass_ctx *pc);   /* the times; the rest is borrowed */
 hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
                        bool *changed);
 hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m);

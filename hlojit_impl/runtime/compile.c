@@ -84,10 +84,12 @@ static void rtc_dumps(rtc_build *B) {
 
 /* The backend's steps around the shared pipeline (inlining, simplification, fusion,
    scheduling); every step verified and dumped by hlo_pass_run. */
-static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m) {
+static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt_exec *x) {
   bool ch;
   hlo_pass_ctx pc;
   rt_pass_ctx_init(&pc, ctx);
+  pc.time_passes = true;
+  pc.times = x->pass_times;          /* appended to what the driver measured before */
   hlo_pipeline_options po;
   hlo_pipeline_options_init(&po);
   po.fusion = !ctx->opt.no_fusion;
@@ -95,8 +97,14 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m) {
   for (int i = 0; i < t->npre && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->pre[i].name, t->pre[i].fn, m, &ch);
   if (st == HJ_OK) st = hlo_run_pipeline(&pc, m, &po);
   for (int i = 0; i < t->npost && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->post[i].name, t->post[i].fn, m, &ch);
-  if (st == HJ_OK) st = hlo_verify_module(m);
+  if (st == HJ_OK) {
+    double t0 = rt_now_ms();
+    st = hlo_verify_module(m);
+    hj_pass_time_t vt = { "verify", rt_now_ms() - t0, 1 };
+    arrput(pc.times, vt);
+  }
   if (st != HJ_OK && !ctx->err[0]) hj__err(ctx, st, "%s: the pass pipeline failed", t->name);
+  x->pass_times = pc.times;          /* the executable keeps them (stats.pass_times) */
   return st;
 }
 
@@ -340,9 +348,17 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
   rtc_build B = { .ctx = ctx, .t = t, .x = x };
   hj_status st = HJ_OK;
   if (!(x->m = hlo_module_clone_in(ctx, m))) st = ctx->last ? ctx->last : HJ_ERR_OOM;
-  if (st == HJ_OK) st = rtc_passes(ctx, t, x->m);
+  double tp = rt_now_ms();
+  if (st == HJ_OK) {
+    hj_pass_time_t ct = { "clone", tp - t0, 1 };
+    arrput(x->pass_times, ct);
+    st = rtc_passes(ctx, t, x->m, x);
+  }
   if (st == HJ_OK) rtc_dump_module(ctx, x->seq, x->m);
+  tp = rt_now_ms();
   if (st == HJ_OK) st = rtc_program(&B, x->m->entry, &x->entry);
+  hj_pass_time_t bt = { "buffer-assignment+thunks", rt_now_ms() - tp, 1 };
+  arrput(x->pass_times, bt);
   x->stats.passes_ms = rt_now_ms() - t0;
   if (st == HJ_OK) st = rtc_emit_all(&B);
   if (st == HJ_OK) x->stats.bytes_moved = rtc_bytes_moved(x);
@@ -353,6 +369,8 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
     return st;
   }
   x->stats.compile_ms = rt_now_ms() - t0;
+  x->stats.pass_times = x->pass_times;
+  x->stats.npass_times = (int)arrlen(x->pass_times);
   return HJ_OK;
 }
 
@@ -363,6 +381,7 @@ void rt_exec_free(rt_exec *x) {
   arrfree(x->matmuls);
   arrfree(x->programs);
   arrfree(x->kernels);
+  arrfree(x->pass_times);
   hlo_module_free(x->m);
   memset(x, 0, sizeof *x);
 }

@@ -183,6 +183,7 @@ typedef struct rt_exec {         /* the target-independent part of an executable
   struct emit_matmul_plan **matmuls;   /* stb_ds: owned */
   hj_exec_stats_t stats;         /* compile statistics; the backend sets |backend| */
   int seq;                       /* dump number: files NNN.NAME.* */
+  hj_pass_time_t *pass_times;    /* stb_ds: stats.pass_times */
 } rt_exec;
 
 typedef struct rt_pass_step {    /* a backend's own pass, run around the shared pipeline */
