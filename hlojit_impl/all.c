@@ -49,6 +49,7 @@
 #include "passes/schedule.c"
 #include "passes/sibling_fusion.c"
 #include "passes/tuple_simplify.c"
+#include "passes/use_index.c"
 #include "passes/wrap_fusions.c"
 
 /* runtime/ (the compile driver needs LLVM) */

@@ -95,8 +95,10 @@ hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_m
 #ifndef NDEBUG
   verify = true;
 #endif
+  double t1 = pas_now_ms();
+  if (pc->time_passes) pas_time(pc, name, t1 - t0);
   if (verify) st = hlo_verify_module(m);
-  if (pc->time_passes) pas_time(pc, name, pas_now_ms() - t0);
+  if (verify && pc->time_passes) pas_time(pc, "verify-after-each-pass", pas_now_ms() - t1);
   if (st != HJ_OK) {
     char msg[sizeof m->ctx->err];
     snprintf(msg, sizeof msg, "%s", m->ctx ? m->ctx->err : "");
