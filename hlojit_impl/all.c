@@ -13,6 +13,7 @@
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
+#include "ir/fingerprint.c"
 #include "ir/literal.c"
 #include "ir/opfacts.c"
 #include "ir/shape_infer.c"

@@ -36,7 +36,9 @@ typedef struct cpb_state {
 typedef struct cpu_exec {
   rt_exec base;                        /* module, programs, kernels, stats */
   cpb_state *be;
-  cpu_jit_rt *rt;                      /* the executable's JIT code */
+  cpu_jit_rt *rt;                      /* the executable's JIT code (one module) */
+  cpu_jit_rt *rts[RT_MAX_MODULES];     /* or one per module compiled in parallel */
+  int nrt;
   void *matmul_scratch;                /* packed panels, shared by every matmul thunk */
   th_runtime run;
   pthread_mutex_t run_mu;              /* runs share the arenas: one at a time */
@@ -133,6 +135,13 @@ static void cpb_unique_name(void *ud, const char *prefix, char *buf, size_t n) {
   cpu_jit_unique_name(c->x->be->jit, prefix, buf, n);
 }
 
+static void cpb_kernel_name(void *ud, const char *base, char *buf, size_t n) {
+  cpb_compile *c = ud;
+  cpu_jit_kernel_name(c->x->be->jit, base, buf, n);
+}
+
+static hj_status cpb_resolve(cpb_compile *c, rt_exec *base);
+
 /* O3, into ORC, and every kernel resolved. */
 static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
   cpb_compile *c = ud;
@@ -149,7 +158,17 @@ static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
   base->stats.optimize_ms = t2 - t1;
   st = cpu_jit_add_module(j, jm, &x->rt);
   free(jm);
+  if (st == HJ_OK) st = cpb_resolve(c, base);
+  base->stats.codegen_ms = rt_now_ms() - t2;
+  return st;
+}
+
+/* Resolves every kernel thunk and prepares the matmul plans (their scratch: the largest). */
+static hj_status cpb_resolve(cpb_compile *c, rt_exec *base) {
+  cpu_exec *x = c->x;
+  cpu_jit *j = x->be->jit;
   size_t scratch = 0;
+  hj_status st = HJ_OK;
   for (ptrdiff_t i = 0; i < arrlen(base->kernels) && st == HJ_OK; i++) {
     th_thunk *t = base->kernels[i];
     if (t->kind == TH_KERNEL) {
@@ -160,9 +179,66 @@ static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
       if (s > scratch) scratch = s;
     }
   }
-  base->stats.codegen_ms = rt_now_ms() - t2;
   if (st == HJ_OK && scratch > 0 && !(x->matmul_scratch = hj__alloc(c->ctx, scratch)))
     st = hj__err(c->ctx, HJ_ERR_OOM, "CPU backend: out of memory for %zu bytes of matmul scratch", scratch);
+  return st;
+}
+
+/* ---- several modules, compiled in parallel ------------------------------------------------
+   The driver spreads the distinct kernels over up to one module per pool thread (by size);
+   each module is optimised and turned into an object file on its own thread with its own
+   TargetMachine (cpu_jit_optimize_mt, cpu_jit_codegen_mt: the same pipeline and code
+   generator as before, so the same machine code), in two parallel phases so that
+   optimize_ms and codegen_ms stay separate wall times; then the object files go into ORC
+   one by one and every kernel is looked up (linking only). */
+typedef struct cpb_task {
+  cpu_jit *j;
+  cpu_jit_module *jm;
+  LLVMMemoryBufferRef obj;
+  hj_status st;
+  char err[1024];
+} cpb_task;
+
+static void cpb_opt_task(void *user, int64_t b, int64_t e) {
+  cpb_task *T = user;
+  for (int64_t i = b; i < e; i++)
+    T[i].st = cpu_jit_optimize_mt(T[i].j, T[i].jm->mod, T[i].err, sizeof T[i].err);
+}
+
+static void cpb_cg_task(void *user, int64_t b, int64_t e) {
+  cpb_task *T = user;
+  for (int64_t i = b; i < e; i++) {
+    if (T[i].st == HJ_OK) T[i].st = cpu_jit_codegen_mt(T[i].j, T[i].jm, &T[i].obj, T[i].err, sizeof T[i].err);
+    else cpu_jit_module_dispose(T[i].jm);
+    free(T[i].jm);
+    T[i].jm = NULL;
+  }
+}
+
+static hj_status cpb_module_finish_many(void *ud, void *const *handles, int n, rt_exec *base) {
+  cpb_compile *c = ud;
+  cpu_exec *x = c->x;
+  cpu_jit *j = x->be->jit;
+  cpb_task T[RT_MAX_MODULES];
+  memset(T, 0, sizeof T);
+  for (int i = 0; i < n; i++) T[i] = (cpb_task){ .j = j, .jm = handles[i] };
+  double t1 = rt_now_ms();
+  tp_parallel_for(x->be->pool, n, 1, cpb_opt_task, T);
+  double t2 = rt_now_ms();
+  tp_parallel_for(x->be->pool, n, 1, cpb_cg_task, T);
+  base->stats.optimize_ms = t2 - t1;
+  hj_status st = HJ_OK;
+  for (int i = 0; i < n; i++) {
+    if (st == HJ_OK && T[i].st != HJ_OK) st = hj__err(c->ctx, T[i].st, "%s", T[i].err);
+    if (st == HJ_OK) {
+      st = cpu_jit_add_object(j, T[i].obj, &x->rts[x->nrt]);
+      if (st == HJ_OK) x->nrt++;
+    } else if (T[i].obj) {
+      LLVMDisposeMemoryBuffer(T[i].obj);
+    }
+  }
+  if (st == HJ_OK) st = cpb_resolve(c, base);
+  base->stats.codegen_ms = rt_now_ms() - t2;
   return st;
 }
 
@@ -194,6 +270,7 @@ static void cpb_exec_free(void *exec) {
   cpu_exec *x = exec;
   if (!x) return;
   if (x->rt && x->be) cpu_jit_remove(x->be->jit, x->rt);
+  for (int i = 0; i < x->nrt && x->be; i++) cpu_jit_remove(x->be->jit, x->rts[i]);
   hj__free(x->base.ctx, x->matmul_scratch);
   rt_exec_free(&x->base);
   pthread_mutex_destroy(&x->run_mu);
@@ -218,6 +295,9 @@ static hj_status cpb_compile_module(hj_ctx_t *ctx, void *state, const hlo_module
     .module_discard = cpb_module_discard,
     .unique_name = cpb_unique_name,
     .module_finish = cpb_module_finish,
+    .kernel_name = cpb_kernel_name,
+    .max_modules = tp_size(x->be->pool),
+    .module_finish_many = cpb_module_finish_many,
   };
   hj_status st = rt_compile(ctx, m, &t, &x->base);
   if (st != HJ_OK) {

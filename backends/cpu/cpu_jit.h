@@ -16,7 +16,9 @@
    Every LLVM error becomes hj__err(ctx, HJ_ERR_BACKEND, "LLVM: ...") with LLVM's message.
    Threads: each module has its own LLVMContext, so modules may be built on different
    threads; cpu_jit_optimize, _add_module, _lookup and _remove may be called from any thread
-   (optimisation is serialised by a mutex inside). Only backends/ include this header. */
+   (cpu_jit_optimize is serialised by a mutex inside; cpu_jit_optimize_mt and _codegen_mt
+   run concurrently, each with a TargetMachine of its own). Only backends/ include this
+   header. */
 #ifndef HLOJIT_CPU_JIT_H
 #define HLOJIT_CPU_JIT_H
 
@@ -78,6 +80,24 @@ void cpu_jit_module_dispose(cpu_jit_module *m);  /* zeroes *m; a zeroed *m is fi
    NAME being the module identifier. A module that does not verify is HJ_ERR_BACKEND with
    the verifier's message (an emitter bug, reported rather than crashed on). */
 hj_status cpu_jit_optimize(cpu_jit *j, LLVMModuleRef mod);
+
+/* A kernel symbol derived from |base| (a fingerprint, "hjk_<16 hex>"), unique in |j|:
+   |base| itself the first time it is asked for, then "|base|.1", ... (so the names the
+   first executable of a process gets are the same in every process). Thread-safe. */
+void cpu_jit_kernel_name(cpu_jit *j, const char *base, char *buf, size_t n);
+
+/* Compiling modules on several threads at once (each module in its own LLVM context):
+   cpu_jit_optimize_mt is cpu_jit_optimize with a TargetMachine of its own (taken from a
+   pool in |j|: no lock around the optimiser) and its error in |err| instead of the
+   context (which other threads share); cpu_jit_codegen_mt turns the optimised module into
+   an object file in memory with such a TargetMachine (the code ORC would have generated
+   at lookup: same TargetMachine options) and disposes of |m| in every case. Then, on one
+   thread, cpu_jit_add_object hands the object file (consumed) to the JIT under a new
+   tracker *rt (cpu_jit_remove frees it); lookups only link. */
+hj_status cpu_jit_optimize_mt(cpu_jit *j, LLVMModuleRef mod, char *err, size_t nerr);
+hj_status cpu_jit_codegen_mt(cpu_jit *j, cpu_jit_module *m, LLVMMemoryBufferRef *obj, char *err,
+                             size_t nerr);
+hj_status cpu_jit_add_object(cpu_jit *j, LLVMMemoryBufferRef obj, cpu_jit_rt **rt);
 
 /* Hands |m| to the JIT; *m is zeroed in every case (on failure the module is freed).
    |rt| may be NULL: then the code lives as long as the JIT. Otherwise *rt receives a

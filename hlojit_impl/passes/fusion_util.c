@@ -54,9 +54,18 @@ void hlo_fusion_relabel(hlo_instr *fusion) {
                       : h->op == HLO_OP_REDUCE ? HLO_FUSION_INPUT : HLO_FUSION_LOOP;
 }
 
-/* Does |x| read a dot (or a fusion whose hero is a dot) that nothing else in |c| reads?
-   With a use index the users are counted through it. */
-bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux) {
+static int fuu_users(const hlo_comp *c, const hlo_instr *o, hlo_uidx *ux) {
+  return ux ? hlo_uidx_count(ux, o) : hlo_user_count(c, o);
+}
+
+/* An elementwise op, or a loop fusion of them (no hero), on an array. */
+static bool fuu_elementwise_link(const hlo_instr *o) {
+  if (hlo_op_is_elementwise(o)) return true;
+  return o->op == HLO_OP_FUSION && o->ncalls == 1 && o->fusion_kind == HLO_FUSION_LOOP &&
+         hlo_shape_is_array(&o->calls[0]->root->shape) && !hlo_fusion_hero(o->calls[0]);
+}
+
+static bool fuu_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux, int depth) {
   for (int k = 0; k < x->noperands; k++) {
     const hlo_instr *o = x->operands[k];
     bool dot = o->op == HLO_OP_DOT;
@@ -64,9 +73,22 @@ bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux) {
       const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
       dot = h && h->op == HLO_OP_DOT;
     }
-    if (dot && (ux ? hlo_uidx_count(ux, o) : hlo_user_count(c, o)) == 1) return true;
+    if (dot && fuu_users(c, o, ux) == 1) return true;
+    /* x continues a lone dot's epilogue through an elementwise link only x reads (the
+       residual add after the bias add of a projection): epilogue fusion will give the
+       whole chain to the dot, so x must not be duplicated into its users either */
+    if (!dot && depth < 4 && fuu_elementwise_link(o) && fuu_users(c, o, ux) == 1 &&
+        fuu_reads_lone_dot(c, o, ux, depth + 1))
+      return true;
   }
   return false;
+}
+
+/* Does |x| read a dot (or a fusion whose hero is a dot) that nothing else in |c| reads,
+   directly or through elementwise links that only the next link reads? With a use index
+   the users are counted through it. */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux) {
+  return fuu_reads_lone_dot(c, x, ux, 0);
 }
 
 int64_t hlo_shape_total_bytes(const hlo_shape *s) {
