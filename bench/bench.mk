@@ -22,7 +22,7 @@ $(B)/bench/bench_matmul: $(BENCH_MM_SRC) $(HDRS) $(B)/libhlojit.a
 # The other benchmarks use the public API only (hlojit.h + the library).
 BENCH_API := elementwise compile block
 
-$(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
+$(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h bench/bench_gpt2.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 

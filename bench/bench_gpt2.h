@@ -1,7 +1,7 @@
 /* bench_gpt2.h — a GPT-2 forward written against hlojit.h only, as a new user would: the
    prefill graph (T tokens -> the last position's logits) and the decode-step graph (one
    token at position |pos| against a KV cache), for bench_compile and the compile-time unit
-   tests. Header-only (static functions).
+   tests. Header-only (static inline functions).
 
    Parameters, in order (bg_param_shape gives each shape):
      prefill: ids s32[T], wte f32[V, C], wpe f32[maxT, C], 12 per layer (bg_layer_names),
@@ -34,13 +34,13 @@ static const char *const bg_layer_names[BG_PER_LAYER] = {
   "ln2_g", "ln2_b", "w_fc", "b_fc", "w_fcproj", "b_fcproj"
 };
 
-static int bg_nparams(const bg_cfg *c) {
+static inline int bg_nparams(const bg_cfg *c) {
   return 3 + BG_PER_LAYER * c->L + 2 + (c->cache ? 1 + 2 * c->L : 0);
 }
 
 /* Shape and dtype of parameter |i|; |kind| 0 weight matrix, 1 gain, 2 bias, 3 ids/pos,
    4 cache (for the inputs' values). */
-static hj_shape_t bg_param_shape(const bg_cfg *c, int i, hj_dtype_t *t, int *kind) {
+static inline hj_shape_t bg_param_shape(const bg_cfg *c, int i, hj_dtype_t *t, int *kind) {
   int64_t C = c->C, D = c->C / c->H;
   *t = HJ_F32;
   *kind = 0;
@@ -70,13 +70,13 @@ static hj_shape_t bg_param_shape(const bg_cfg *c, int i, hj_dtype_t *t, int *kin
 }
 
 /* [n, C] -> [H, n, D] (|perm| {1,0,2}) or [H, D, n] ({1,2,0}). */
-static hj_tensor_t bg_heads(const bg_cfg *c, hj_tensor_t t, int64_t n, const int64_t *perm) {
+static inline hj_tensor_t bg_heads(const bg_cfg *c, hj_tensor_t t, int64_t n, const int64_t *perm) {
   return hj_transpose(hj_reshape(t, HJ_SHAPE(n, c->H, c->C / c->H)), perm, 3);
 }
 
 /* One block on x [n, C]; |p| its 12 parameters. Decode (n = 1): |kc|, |vc| the caches, |pos|
    the position; *kc_out, *vc_out receive the updated caches. */
-static hj_tensor_t bg_block(const bg_cfg *c, hj_graph_t *g, hj_tensor_t x, const hj_tensor_t *p, int64_t n,
+static inline hj_tensor_t bg_block(const bg_cfg *c, hj_graph_t *g, hj_tensor_t x, const hj_tensor_t *p, int64_t n,
                             hj_tensor_t kc, hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kc_out,
                             hj_tensor_t *vc_out) {
   int64_t C = c->C, D = C / c->H;
@@ -111,7 +111,7 @@ static hj_tensor_t bg_block(const bg_cfg *c, hj_graph_t *g, hj_tensor_t x, const
 }
 
 /* The whole forward into a new graph *out (NULL on failure). */
-static hj_status bg_build(hj_ctx_t *ctx, const bg_cfg *c, hj_graph_t **out) {
+static inline hj_status bg_build(hj_ctx_t *ctx, const bg_cfg *c, hj_graph_t **out) {
   *out = NULL;
   hj_graph_t *g = NULL;
   hj_status st = hj_graph_create(ctx, c->cache ? "gpt2_decode" : "gpt2_prefill", &g);
@@ -172,7 +172,7 @@ static hj_status bg_build(hj_ctx_t *ctx, const bg_cfg *c, hj_graph_t **out) {
 /* Inputs like GPT-2's, from a fixed LCG: weights U(-0.04, 0.04) (std ~0.02), gains
    1 + U(-0.1, 0.1), biases U(-0.02, 0.02), caches U(-1, 1), ids (7 i + 3) mod V, pos =
    cache / 2. in[] receives bg_nparams buffers (destroy them with bg_free_inputs). */
-static hj_status bg_inputs(hj_ctx_t *ctx, const bg_cfg *c, uint32_t seed, hj_buffer_t **in) {
+static inline hj_status bg_inputs(hj_ctx_t *ctx, const bg_cfg *c, uint32_t seed, hj_buffer_t **in) {
   int np = bg_nparams(c);
   for (int i = 0; i < np; i++) in[i] = NULL;
   for (int i = 0; i < np; i++) {
@@ -200,12 +200,12 @@ static hj_status bg_inputs(hj_ctx_t *ctx, const bg_cfg *c, uint32_t seed, hj_buf
   return HJ_OK;
 }
 
-static void bg_free_inputs(const bg_cfg *c, hj_buffer_t **in) {
+static inline void bg_free_inputs(const bg_cfg *c, hj_buffer_t **in) {
   for (int i = 0; i < bg_nparams(c); i++) hj_buffer_destroy(in[i]);
 }
 
 /* GPT-2 124M at |L| layers: prefill of |T| tokens, or a decode step (|cache| > 0). */
-static bg_cfg bg_gpt2_124m(int L, int T, int cache) {
+static inline bg_cfg bg_gpt2_124m(int L, int T, int cache) {
   bg_cfg c = { .L = L, .C = 768, .H = 12, .V = 50257, .maxT = 1024, .T = T, .cache = cache };
   return c;
 }

@@ -385,8 +385,14 @@ static hj_status cj_dump(cpu_jit *j, LLVMModuleRef mod, const char *suffix, char
   return HJ_OK;
 }
 
-/* The pipeline every kernel module gets (cpu_jit.h says why this one). */
+/* The pipeline every kernel module gets (cpu_jit.h says why this one);
+   $HLOJIT_LLVM_PIPELINE overrides it (LLVMRunPasses syntax), for measuring others. */
 #define CJ_PIPELINE "default<O3>"
+
+static const char *cj_pipeline(void) {
+  const char *e = getenv("HLOJIT_LLVM_PIPELINE");
+  return e && *e ? e : CJ_PIPELINE;
+}
 
 /* Verify, dump, optimise with |tm|, dump: the part of cpu_jit_optimize that touches no
    shared state but |j|'s immutable fields (so it may run on any thread with its own |tm|).
@@ -412,7 +418,7 @@ static hj_status cj_optimize(cpu_jit *j, LLVMModuleRef mod, LLVMTargetMachineRef
   LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
   LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-  LLVMErrorRef e = LLVMRunPasses(mod, CJ_PIPELINE, tm, po);
+  LLVMErrorRef e = LLVMRunPasses(mod, cj_pipeline(), tm, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *m = LLVMGetErrorMessage(e);

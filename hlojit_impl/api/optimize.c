@@ -20,6 +20,9 @@ hj_status hj_module_optimize_timed(hj_module_t *m, hj_pass_time_t *times, int ca
   rt_pass_ctx_init(&pc, m->ctx);
   pc.time_passes = true;
   hj_status st = hlo_run_pipeline(&pc, m, NULL);
+#ifndef NDEBUG
+  if (st == HJ_OK) st = hlo_verify_module(m);   /* passes that said "unchanged" were not checked */
+#endif
   int k = (int)arrlen(pc.times);
   for (int i = 0; i < k && i < cap; i++) times[i] = pc.times[i];
   if (n) *n = k;

@@ -31,8 +31,8 @@ bool pass_dce_comps(hlo_module *m);
    it edits |m| in place, sets *changed, and leaves a module that verifies.
    hlo_pass_ctx_init: |dump_dir| from ctx->opt.dump_dir, else $HLOJIT_DUMP_TO, else NULL
    (no dumps); verify_each false (debug builds verify after every pass anyway); no hooks.
-   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG, or verify_each; a
-   failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
+   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG when the pass says it
+   changed it, always with verify_each; a failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
    NNN = ++dump_seq, written whether or not the pass changed anything).
    hlo_pass_dump: writes one such file (the pipeline dumps "input" first).
    hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults. */

@@ -244,6 +244,16 @@ static bool rtc_broken(LLVMModuleRef mod, const char *prefix) {
   return false;
 }
 
+/* LLVM instructions in |mod|: what the optimiser and code generator will chew on (a
+   module's compile time grows with it), for spreading kernels over modules. */
+static double rtc_ir_size(LLVMModuleRef mod) {
+  double n = 0;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) n++;
+  return n;
+}
+
 static void rtc_count(hj_exec_stats_t *s, emit_kind k) {
   switch (k) {
   case EMIT_KIND_LOOP: s->kernels_loop++; break;
@@ -324,7 +334,7 @@ static void rtc_share(th_thunk *t, const th_thunk *src) {
 }
 
 /* Step 4 for one pending fusion, into the least loaded of the |nmod| modules |ems|
-   (|load|, |nkern|: per module, what went in). Returns true when the thunk got a kernel
+   (|load|: LLVM instructions in it; |nkern|: kernels). Returns true when the thunk got a kernel
    (emitted now or shared with an identical fusion). */
 static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load, int *nkern,
                          rtc_pending *pe) {
@@ -362,7 +372,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     rtc_count(&x->stats, kind);
     return true;
   }
-  /* the least loaded module (load: fused instructions, a matmul counting for 64) */
+  /* the least loaded module (load: LLVM instructions emitted into it so far) */
   int mi = 0;
   for (int i = 1; i < nmod; i++)
     if (load[i] < load[mi]) mi = i;
@@ -406,7 +416,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     if (k.matmul) arrput(x->matmuls, k.matmul);
     rtc_count(&x->stats, k.kind);
     x->stats.kernels_distinct++;
-    load[mi] += (double)arrlen(t->ins->calls[0]->instrs) + (k.matmul ? 64 : 0);
+    if (nmod > 1) load[mi] = rtc_ir_size(em->mod);
     nkern[mi]++;
   }
   rk.first = t;
