@@ -452,7 +452,13 @@ static hj_status rtc_emit_all(rtc_build *B) {
     st = t->module_begin(t->ud, modname, &llctx[made], &mod[made], &handle[made]);
     if (st != HJ_OK) break;
     emit_module_init(&em[made], B->ctx, llctx[made], mod[made], &t->emit);
-    t->unique_name(t->ud, "hjs", em[made].shared_prefix, sizeof em[made].shared_prefix);
+    if (t->kernel_name) {   /* from the optimised module's fingerprint: the same in every process */
+      char base[40];
+      snprintf(base, sizeof base, "hjs_%012llx_%d", (unsigned long long)(x->fingerprint.lo >> 16), made);
+      t->kernel_name(t->ud, base, em[made].shared_prefix, sizeof em[made].shared_prefix);
+    } else {
+      t->unique_name(t->ud, "hjs", em[made].shared_prefix, sizeof em[made].shared_prefix);
+    }
   }
   if (st != HJ_OK) {
     for (int i = 0; i < made; i++) {
@@ -518,6 +524,11 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
     st = rtc_passes(ctx, t, x->m, x);
   }
   if (st == HJ_OK) rtc_dump_module(ctx, x->seq, x->m);
+  if (st == HJ_OK) {
+    double tf = rt_now_ms();
+    x->fingerprint = hlo_fingerprint_module(x->m);
+    x->stats.fingerprint_ms += rt_now_ms() - tf;
+  }
   tp = rt_now_ms();
   if (st == HJ_OK) st = rtc_program(&B, x->m->entry, &x->entry);
   hj_pass_time_t bt = { "buffer-assignment+thunks", rt_now_ms() - tp, 1 };

@@ -187,6 +187,10 @@ typedef struct rt_exec {         /* the target-independent part of an executable
   hj_exec_stats_t stats;         /* compile statistics; the backend sets |backend| */
   int seq;                       /* dump number: files NNN.NAME.* */
   hj_pass_time_t *pass_times;    /* stb_ds: stats.pass_times */
+  hlo_fingerprint fingerprint;   /* of the optimised module (hlo_fingerprint_module): the
+                                    key a cache of compiled code can use; kernel symbols
+                                    are hjk_<their fusion's fingerprint>, shared matmul
+                                    kernels hjs_<this fingerprint>_<module> */
 } rt_exec;
 
 typedef struct rt_pass_step {    /* a backend's own pass, run around the shared pipeline */
