@@ -42,6 +42,8 @@ typedef struct rtc_build {
   rt_exec *x;
   rtc_pending *pending;                /* stb_ds */
   rtc_kern *kerns;                     /* stb_ds */
+  const hlo_comp *pos_comp;            /* the computation |pos| describes */
+  int *pos, pos_lo, npos;              /* id - pos_lo -> position in pos_comp->instrs, -1 */
   int *slots;                          /* open addressing over kerns by fp.lo; -1 empty */
   int nslots;                          /* a power of two */
 } rtc_build;
@@ -126,8 +128,18 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt
 
 static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out);
 
-static void rtc_leaves(const th_program *p, const hlo_instr *ins, ba_loc **dst) {
-  int k = ba_instr_pos(&p->plan, ins);
+/* Position of |ins| in the program's computation (rtc_build.pos: by id, for the program
+   being built; ba_instr_pos searches, which made building thunks quadratic). */
+static int rtc_pos(const rtc_build *B, const th_program *p, const hlo_instr *ins) {
+  if (B->pos_comp == p->comp && ins->id >= B->pos_lo && ins->id - B->pos_lo < B->npos) {
+    int k = B->pos[ins->id - B->pos_lo];
+    if (k >= 0 && k < arrlen(p->comp->instrs) && p->comp->instrs[k] == ins) return k;
+  }
+  return ba_instr_pos(&p->plan, ins);
+}
+
+static void rtc_leaves(const rtc_build *B, const th_program *p, const hlo_instr *ins, ba_loc **dst) {
+  int k = rtc_pos(B, p, ins);
   for (ptrdiff_t j = 0; k >= 0 && j < arrlen(p->plan.leaves[k]); j++) arrput(*dst, p->plan.leaves[k][j]);
 }
 
@@ -142,8 +154,8 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
     return HJ_OK;
   case HLO_OP_FUSION: {
     t.kind = TH_EVAL;
-    for (int k = 0; k < ins->noperands; k++) rtc_leaves(p, ins->operands[k], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    for (int k = 0; k < ins->noperands; k++) rtc_leaves(B, p, ins->operands[k], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     rtc_pending pe = { p, (int)arrlen(p->thunks), p->plan.dus_inplace[i], p->plan.inplace_operand[i] };
     arrput(B->pending, pe);
     B->x->stats.fusions++;
@@ -151,8 +163,8 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
   }
   case HLO_OP_WHILE:
     t.kind = TH_WHILE;
-    rtc_leaves(p, ins->operands[0], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    rtc_leaves(B, p, ins->operands[0], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     t.scratch = p->plan.scratch[i];
     for (int k = 0; k < 2 && st == HJ_OK; k++) {
       th_program *sub = NULL;
@@ -162,11 +174,11 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
     break;
   case HLO_OP_CONDITIONAL:
     t.kind = TH_COND;
-    rtc_leaves(p, ins->operands[0], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    rtc_leaves(B, p, ins->operands[0], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     for (int b = 0; b < ins->ncalls && st == HJ_OK; b++) {
       arrput(t.arg_off, (int)arrlen(t.args));
-      rtc_leaves(p, ins->operands[b + 1], &t.args);
+      rtc_leaves(B, p, ins->operands[b + 1], &t.args);
       th_program *sub = NULL;
       st = rtc_program(B, ins->calls[b], &sub);
       arrput(t.sub, sub);
@@ -187,6 +199,25 @@ static bool rtc_may_inplace(const hlo_instr *fusion, int operand, void *ud) {
   return emit_classify(fusion, false, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
 }
 
+/* rtc_build.pos for |c| (on OOM it stays unset: rtc_pos searches). */
+static void rtc_pos_build(rtc_build *B, const hlo_comp *c) {
+  free(B->pos);
+  B->pos = NULL;
+  B->pos_comp = NULL;
+  ptrdiff_t n = arrlen(c->instrs);
+  int lo = n ? c->instrs[0]->id : 0, hi = lo;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    if (c->instrs[i]->id < lo) lo = c->instrs[i]->id;
+    if (c->instrs[i]->id > hi) hi = c->instrs[i]->id;
+  }
+  if (!(B->pos = malloc(sizeof *B->pos * (size_t)(hi - lo + 1)))) return;
+  for (int i = 0; i <= hi - lo; i++) B->pos[i] = -1;
+  for (ptrdiff_t i = 0; i < n; i++) B->pos[c->instrs[i]->id - lo] = (int)i;
+  B->pos_lo = lo;
+  B->npos = hi - lo + 1;
+  B->pos_comp = c;
+}
+
 static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out) {
   th_program *p = calloc(1, sizeof *p);
   *out = p;
@@ -202,7 +233,10 @@ static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out) 
   free(scr);
   if (st == HJ_OK) st = th_program_alloc(B->ctx, p);
   if (st == HJ_OK) B->x->stats.arena_bytes += p->plan.arena_bytes;
-  for (int i = 0; i < n && st == HJ_OK; i++) st = rtc_thunk(B, p, i);
+  for (int i = 0; i < n && st == HJ_OK; i++) {
+    if (B->pos_comp != c) rtc_pos_build(B, c);   /* again after a nested program */
+    st = rtc_thunk(B, p, i);
+  }
   for (ptrdiff_t k = 0; st == HJ_OK && k < arrlen(p->plan.copies); k++) {
     const ba_copy *cp = &p->plan.copies[k];
     th_thunk t = { .kind = TH_COPY, .ins = c->root };
@@ -541,6 +575,7 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
   for (ptrdiff_t i = 0; i < arrlen(B.kerns); i++) arrfree(B.kerns[i].key);
   arrfree(B.kerns);
   free(B.slots);
+  free(B.pos);
   if (st != HJ_OK) {
     rt_exec_free(x);
     return st;
