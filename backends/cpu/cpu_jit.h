@@ -35,6 +35,7 @@ typedef struct cpu_jit_module {
   LLVMOrcThreadSafeContextRef tsc;
   LLVMContextRef llctx;
   LLVMModuleRef mod;
+  bool light;                   /* cpu_jit_optimize_mt: the light pipeline */
 } cpu_jit_module;
 
 /* Code added with a tracker can be freed on its own (cpu_jit_remove). */
@@ -89,12 +90,13 @@ void cpu_jit_kernel_name(cpu_jit *j, const char *base, char *buf, size_t n);
 /* Compiling modules on several threads at once (each module in its own LLVM context):
    cpu_jit_optimize_mt is cpu_jit_optimize with a TargetMachine of its own (taken from a
    pool in |j|: no lock around the optimiser) and its error in |err| instead of the
-   context (which other threads share); cpu_jit_codegen_mt turns the optimised module into
+   context (which other threads share), and with |light| the light pipeline (CJ_LIGHT in
+   cpu_jit.c, for kernels that are not matmuls); cpu_jit_codegen_mt turns the optimised module into
    an object file in memory with such a TargetMachine (the code ORC would have generated
    at lookup: same TargetMachine options) and disposes of |m| in every case. Then, on one
    thread, cpu_jit_add_object hands the object file (consumed) to the JIT under a new
    tracker *rt (cpu_jit_remove frees it); lookups only link. */
-hj_status cpu_jit_optimize_mt(cpu_jit *j, LLVMModuleRef mod, char *err, size_t nerr);
+hj_status cpu_jit_optimize_mt(cpu_jit *j, LLVMModuleRef mod, bool light, char *err, size_t nerr);
 hj_status cpu_jit_codegen_mt(cpu_jit *j, cpu_jit_module *m, LLVMMemoryBufferRef *obj, char *err,
                              size_t nerr);
 hj_status cpu_jit_add_object(cpu_jit *j, LLVMMemoryBufferRef obj, cpu_jit_rt **rt);

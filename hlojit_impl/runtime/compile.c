@@ -406,9 +406,16 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     rtc_count(&x->stats, kind);
     return true;
   }
-  /* the least loaded module (load: LLVM instructions emitted into it so far) */
-  int mi = 0;
-  for (int i = 1; i < nmod; i++)
+  /* the least loaded module (load: LLVM instructions emitted into it so far) of the
+     kernel's class when the target splits them (matmuls in the first half) */
+  int first = 0, step = 1;   /* split: even modules matmuls, odd ones the rest (so that a
+                                 parallel split into contiguous ranges mixes the classes) */
+  if (B->t->module_class && nmod >= 2) {
+    first = kind == EMIT_KIND_MATMUL ? 0 : 1;
+    step = 2;
+  }
+  int mi = first;
+  for (int i = first + step; i < nmod; i += step)
     if (load[i] < load[mi]) mi = i;
   emit_module *em = &ems[mi];
   char name[64];
@@ -467,6 +474,7 @@ static hj_status rtc_emit_all(rtc_build *B) {
   rt_exec *x = B->x;
   if (arrlen(B->pending) == 0) return HJ_OK;
   int nmod = t->max_modules > 1 && t->module_finish_many ? t->max_modules : 1;
+  if (t->module_class && t->module_finish_many) nmod *= 2;   /* matmuls and the rest apart */
   if (nmod > RT_MAX_MODULES) nmod = RT_MAX_MODULES;
   /* no more modules than about one per 4 distinct fusions: a module has a fixed cost */
   int cap = (int)((arrlen(B->pending) + 3) / 4);
@@ -485,6 +493,7 @@ static hj_status rtc_emit_all(rtc_build *B) {
     else snprintf(modname, sizeof modname, "%03d.%s.%d", x->seq, x->m->name, made);
     st = t->module_begin(t->ud, modname, &llctx[made], &mod[made], &handle[made]);
     if (st != HJ_OK) break;
+    if (t->module_class && nmod >= 2) t->module_class(t->ud, handle[made], made % 2);
     emit_module_init(&em[made], B->ctx, llctx[made], mod[made], &t->emit);
     if (t->kernel_name) {   /* from the optimised module's fingerprint: the same in every process */
       char base[40];

@@ -224,6 +224,11 @@ typedef struct rt_target {
      several threads) before resolving x->kernels like module_finish. */
   int max_modules;
   hj_status (*module_finish_many)(void *ud, void *const *handles, int n, rt_exec *x);
+  /* Optional, with module_finish_many: matmul kernels and the others go to separate
+     modules (up to max_modules of each, alternating), and each module is told its class
+     after module_begin (0: matmul kernels, 1: the rest), so the backend may optimise the
+     classes differently. */
+  void (*module_class)(void *ud, void *handle, int cls);
 } rt_target;
 #define RT_MAX_MODULES 16
 
