@@ -271,7 +271,12 @@ static void test_dot_chain_linear(void **state) {
   (void)state;
   hj_ctx_t *ctx = tu_ctx();
   ct_opt_text_ms(ctx, ct_dot_chain(500));   /* warm */
-  double a = ct_opt_text_ms(ctx, ct_dot_chain(4000)), b = ct_opt_text_ms(ctx, ct_dot_chain(16000));
+  double a = 1e30, b = 1e30;   /* best of 3: a shared machine adds, never subtracts */
+  for (int r = 0; r < 3; r++) {
+    double x = ct_opt_text_ms(ctx, ct_dot_chain(4000)), y = ct_opt_text_ms(ctx, ct_dot_chain(16000));
+    a = x < a ? x : a;
+    b = y < b ? y : b;
+  }
   printf("  dot chain (the scheduler's case): opt 4k %.1f ms, 16k %.1f ms (ratio %.2f)\n", a, b,
          b / (a > 0.01 ? a : 0.01));
   assert_true(b < 10 * (a > 1 ? a : 1));
@@ -294,7 +299,12 @@ static void test_negate_chain_linear(void **state) {
   (void)state;
   hj_ctx_t *ctx = tu_ctx();
   ct_opt_ms(ctx, 2000);   /* warm */
-  double a = ct_opt_ms(ctx, 10000), b = ct_opt_ms(ctx, 40000);
+  double a = 1e30, b = 1e30;   /* best of 3 */
+  for (int r = 0; r < 3; r++) {
+    double x = ct_opt_ms(ctx, 10000), y = ct_opt_ms(ctx, 40000);
+    a = x < a ? x : a;
+    b = y < b ? y : b;
+  }
   printf("  negate chain: opt 10k %.1f ms, 40k %.1f ms (ratio %.2f; quadratic would be 16)\n", a, b,
          b / (a > 0.01 ? a : 0.01));
   assert_true(b < 10 * (a > 1 ? a : 1));
