@@ -454,8 +454,6 @@ typedef struct hj_exec_stats {
                                  computations are structurally identical (hlo_fingerprint
                                  plus a full equality check) share one; the kernels_* counts
                                  above count launches, this counts code */
-  int kernels_cached;         /* of the launches, kernels found already compiled in the
-                                 context (by an earlier executable): no emission at all */
   int llvm_modules;           /* LLVM modules the kernels were split into (compiled in
                                  parallel on the context's threads) */
   double fingerprint_ms;      /* fingerprinting the optimised module (within passes_ms) and

@@ -221,8 +221,8 @@ static void cli_print_stats(const hj_exec_t *e) {
     fprintf(stderr, "stats: compile_ms: passes+plan=%.2f emit=%.2f optimize=%.2f codegen=%.2f\n",
             s.passes_ms, s.emit_ms, s.optimize_ms, s.codegen_ms);
   if (s.backend == HJ_BACKEND_CPU)
-    fprintf(stderr, "stats: kernels_distinct=%d kernels_cached=%d llvm_modules=%d fingerprint_ms=%.2f\n",
-            s.kernels_distinct, s.kernels_cached, s.llvm_modules, s.fingerprint_ms);
+    fprintf(stderr, "stats: kernels_distinct=%d llvm_modules=%d fingerprint_ms=%.2f\n",
+            s.kernels_distinct, s.llvm_modules, s.fingerprint_ms);
   for (int i = 0; i < s.npass_times; i++)
     fprintf(stderr, "stats: pass %-26s %10.2f ms %4d runs\n", s.pass_times[i].name, s.pass_times[i].ms,
             s.pass_times[i].runs);
