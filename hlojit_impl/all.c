@@ -14,6 +14,7 @@
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
+#include "ir/fingerprint.c"
 #include "ir/literal.c"
 #include "ir/opfacts.c"
 #include "ir/shape_infer.c"
@@ -54,6 +55,7 @@
 #include "passes/schedule.c"
 #include "passes/sibling_fusion.c"
 #include "passes/tuple_simplify.c"
+#include "passes/use_index.c"
 #include "passes/wrap_fusions.c"
 
 /* runtime/ (the compile driver needs LLVM) */

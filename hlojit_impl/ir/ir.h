@@ -554,4 +554,23 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
 const char *hlo_elem_unsupported(const hlo_elem_op *e);
 hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
 
+/* ---- fingerprint.c: structural identity (the compile driver's kernel dedup, disk caches) ----
+   hlo_encode_comp / hlo_encode_fusion: append a canonical byte encoding of |c| (callees
+   inline) / of fusion |fusion| (its kind, shape and operand shapes, then its fused
+   computation) to the stb_ds array *out: equal bytes exactly when the structures are equal
+   up to names and ids (ops, shapes and layouts, attributes, constants' bytes, operand
+   positions, called computations). Deterministic across processes. false: malformed (no
+   computation, nesting deeper than 64).
+   hlo_fingerprint_bytes: a 128-bit hash of bytes; hlo_fingerprint_comp / _module: of the
+   encoding of |c| / of the entry (zero when malformed). A fingerprint finds candidates;
+   compare the encodings before treating two as the same. hlo_fingerprint_hex: 32 hex
+   digits and a NUL. */
+typedef struct hlo_fingerprint { uint64_t lo, hi; } hlo_fingerprint;
+bool hlo_encode_comp(const hlo_comp *c, uint8_t **out);
+bool hlo_encode_fusion(const hlo_instr *fusion, uint8_t **out);
+hlo_fingerprint hlo_fingerprint_bytes(const void *p, size_t n);
+hlo_fingerprint hlo_fingerprint_comp(const hlo_comp *c);
+hlo_fingerprint hlo_fingerprint_module(const hlo_module *m);
+void hlo_fingerprint_hex(hlo_fingerprint f, char out[33]);
+
 #endif /* HLOJIT_IR_H */

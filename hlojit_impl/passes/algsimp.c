@@ -83,9 +83,10 @@ static bool alg_identity_perm(hlo_ints p) {
   return true;
 }
 
-/* A new |op| of |x| with ins's shape, placed before |ins|; attributes are the caller's. */
+/* A new |op| of |x| with ins's shape, placed before |ins| (alg_comp rebuilds c->instrs as
+   it walks: what is appended now lands before |ins|); attributes are the caller's. */
 static hlo_instr *alg_new1(hlo_comp *c, hlo_instr *ins, hlo_opcode op, hlo_instr *x) {
-  return hlo_instr_new_before(c, ins, op, NULL, &ins->shape, &x, 1);
+  return hlo_instr_new(c, op, NULL, &ins->shape, &x, 1);
 }
 
 /* ---- add, subtract, multiply, divide --------------------------------------------------------- */
@@ -302,23 +303,34 @@ static bool alg_arity_ok(const hlo_instr *ins) {
   return a < 0 ? ins->noperands >= 1 : ins->noperands == a;
 }
 
+/* One walk in text order. c->instrs is rebuilt as it goes: a rewrite's new instructions
+   (appended by hlo_instr_new) land just before the instruction they replace, and uses are
+   redirected by forwarding (hlo_fwd) when the walk reaches them, so the pass is linear
+   (hlo_instr_new_before and hlo_replace_all_uses per rewrite were O(n) each: 1.1 s on a
+   20k negate chain). Instructions added by rewrites are not revisited. */
 static hj_status alg_comp(hlo_comp *c, bool *changed) {
-  ptrdiff_t n = arrlen(c->instrs);       /* instructions added by rewrites are not revisited */
-  hlo_instr **snap = NULL;
-  arrsetlen(snap, n);
-  if (n) memcpy(snap, c->instrs, sizeof *snap * (size_t)n);
+  hlo_instr **snap = c->instrs;
+  ptrdiff_t n = arrlen(snap);
+  c->instrs = NULL;
+  arrsetcap(c->instrs, n + 16);
+  hlo_fwd fw = { 0 };
   for (ptrdiff_t i = 0; i < n; i++) {
     hlo_instr *ins = snap[i];
-    if (!alg_arity_ok(ins) || !hlo_shape_is_array(&ins->shape)) continue;
-    for (size_t r = 0; r < sizeof alg_rules / sizeof alg_rules[0]; r++) {
+    hlo_fwd_apply(&fw, ins);
+    for (size_t r = 0; alg_arity_ok(ins) && hlo_shape_is_array(&ins->shape) &&
+                       r < sizeof alg_rules / sizeof alg_rules[0]; r++) {
       const alg_rule *rule = &alg_rules[r];
       if (rule->op != ins->op || !rule->match(ins)) continue;
       hlo_instr *rep = rule->rewrite(c, ins);
       if (!rep) continue;              /* e.g. the layouts differ; OOM left an error */
-      *changed |= hlo_replace_all_uses(c, ins, rep);
+      hlo_fwd_set(&fw, ins, rep);      /* OOM: this one stays unreplaced */
       break;
     }
+    arrput(c->instrs, ins);
   }
+  hlo_fwd_root(&fw, c);
+  *changed |= fw.changed;
+  hlo_fwd_free(&fw);
   arrfree(snap);
   return HJ_OK;
 }
