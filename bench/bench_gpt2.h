@@ -85,7 +85,7 @@ static inline hj_tensor_t bg_block(const bg_cfg *c, hj_graph_t *g, hj_tensor_t x
   hj_tensor_t qkv = hj_add(hj_matmul(h, p[2]), p[3]);
   hj_tensor_t s[3];
   const int64_t sizes[3] = { C, C, C };
-  if (hj_split(qkv, 1, sizes, 3, s)) return HJ_NONE;
+  if (hj_unpack(hj_split(qkv, 1, sizes, 3), s, 3)) return HJ_NONE;
   hj_tensor_t scale = hj_scalar(g, HJ_F32, 1.0 / sqrt((double)D));
   hj_tensor_t q = bg_heads(c, s[0], n, hd), att, v;
   if (!c->cache) {
