@@ -419,6 +419,14 @@ void hj_buffer_destroy(hj_buffer_t *b);
 hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out);
 hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
 
+/* ---- CUDA: PTX without a device ------------------------------------------------------------
+   The PTX of every kernel |m| compiles to on the CUDA backend, for |arch| ("sm_80", the
+   portable baseline; "sm_90a" for compute capability 9.0; NULL: sm_80), made without a
+   driver or a GPU (NVPTX through LLVM; nothing is loaded or run). *ptx is NUL-terminated
+   text, released with free(); "" when every op runs in the evaluator. HJ_ERR_UNSUPPORTED
+   when the CUDA backend is not part of this build. `hlojit ptx` prints it. */
+hj_status hj_module_to_ptx(hj_ctx_t *ctx, hj_module_t *m, const char *arch, char **ptx);
+
 #ifdef __cplusplus
 }
 #endif

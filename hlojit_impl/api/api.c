@@ -171,6 +171,39 @@ hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_
 
 /* ---- buffers -------------------------------------------------------------------------- */
 
+/* The backend that makes this context's buffer storage (backend.h's buffer_alloc: CUDA
+   managed memory, so kernels use the buffer in place and the host reads it through the same
+   pointer), or NULL for the context's allocator: a context for CUDA, or AUTO with CUDA built
+   in and a device that answers (its per-context state is made here, once; a failure is
+   remembered and the allocator used, the context's error left as it was). */
+static const hlo_backend *api_buffer_backend(hj_ctx_t *ctx, void **state) {
+  *state = NULL;
+  if (ctx->opt.backend != HJ_BACKEND_CUDA && ctx->opt.backend != HJ_BACKEND_AUTO) return NULL;
+  const hlo_backend *be = hlo_backend_find(HJ_BACKEND_CUDA);
+  if (!be || !be->buffer_alloc || ctx->backend_failed[be->kind]) return NULL;
+  void **st = &ctx->backend_state[be->kind];
+  if (!*st && be->ctx_create) {
+    hj_status last = ctx->last;
+    char *saved = malloc(sizeof ctx->err);
+    if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
+    if (be->ctx_create(ctx, st) != HJ_OK) ctx->backend_failed[be->kind] = true;
+    ctx->last = last;
+    if (saved) memcpy(ctx->err, saved, sizeof ctx->err);
+    free(saved);
+  }
+  *state = *st;
+  return *st ? be : NULL;
+}
+
+/* Before the host touches |b|'s bytes: the backend's buffer_host (CUDA: after the device's
+   work, on the host). */
+static void api_buffer_host(const hj_buffer_t *b) {
+  if (!b || b->mem == HJ_BACKEND_COUNT) return;
+  const hlo_backend *be = hlo_backend_find(b->mem);
+  if (be && be->buffer_host && b->ctx->backend_state[b->mem])
+    be->buffer_host(b->ctx, b->ctx->backend_state[b->mem], b->data, b->nbytes);
+}
+
 hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s,
                          hj_buffer_t **out) {
   *out = NULL;
@@ -185,12 +218,23 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
   }
   hj_buffer_t *b = hj__alloc(ctx, sizeof *b);
   size_t nb = (size_t)n * hj_dtype_size(t);
-  void *data = b ? hj__alloc(ctx, nb) : NULL;
+  void *bstate = NULL, *data = NULL;
+  const hlo_backend *be = b ? api_buffer_backend(ctx, &bstate) : NULL;
+  if (be) {
+    hj_status st = be->buffer_alloc(ctx, bstate, nb, &data);
+    if (st != HJ_OK) {   /* the backend said why (CUDA: the free memory it has) */
+      hj__free(ctx, b);
+      return st;
+    }
+  } else if (b) {
+    data = hj__alloc(ctx, nb);
+  }
   if (!data) {
     hj__free(ctx, b);
     return hj__err(ctx, HJ_ERR_OOM, "%s: out of memory for %zu bytes", fn, nb);
   }
-  *b = (hj_buffer_t){ .ctx = ctx, .dtype = t, .shape = s, .nbytes = nb, .data = data };
+  *b = (hj_buffer_t){ .ctx = ctx, .dtype = t, .shape = s, .nbytes = nb, .data = data,
+                      .mem = be ? be->kind : HJ_BACKEND_COUNT };
   *out = b;
   return HJ_OK;
 }
@@ -215,7 +259,10 @@ hj_status hj_buffer_from_host(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, const v
   return st;
 }
 
-void *hj_buffer_host_ptr(hj_buffer_t *b) { return b ? b->data : NULL; }
+void *hj_buffer_host_ptr(hj_buffer_t *b) {
+  api_buffer_host(b);
+  return b ? b->data : NULL;
+}
 
 hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes) {
   if (!b) return HJ_ERR_INVALID_ARG;
@@ -223,6 +270,7 @@ hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes)
   if (nbytes < b->nbytes)
     return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_copy_to_host: %zu bytes given, buffer has %zu",
                    nbytes, b->nbytes);
+  api_buffer_host(b);
   memcpy(dst, b->data, b->nbytes);
   return HJ_OK;
 }
@@ -233,7 +281,11 @@ size_t hj_buffer_nbytes(const hj_buffer_t *b) { return b ? b->nbytes : 0; }
 
 void hj_buffer_destroy(hj_buffer_t *b) {
   if (!b) return;
-  hj__free(b->ctx, b->data);
+  const hlo_backend *be = b->mem != HJ_BACKEND_COUNT ? hlo_backend_find(b->mem) : NULL;
+  if (be && be->buffer_free && b->ctx->backend_state[b->mem])
+    be->buffer_free(b->ctx, b->ctx->backend_state[b->mem], b->data);
+  else if (!be)
+    hj__free(b->ctx, b->data);
   hj__free(b->ctx, b);
 }
 
@@ -265,6 +317,7 @@ hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path) {
   if (!b) return HJ_ERR_INVALID_ARG;
   if (!path) return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_write_npy: path is NULL");
   hlo_shape s = hj__buffer_hlo_shape(b);
+  api_buffer_host(b);
   hlo_literal l = hlo_literal_view(&s, b->data);
   return hlo_npy_write(b->ctx, path, &l);
 }

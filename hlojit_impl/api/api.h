@@ -14,6 +14,9 @@ struct hj_buffer {
   hj_shape_t shape;
   size_t nbytes;
   void *data;                         /* hj__alloc'd, 64-byte aligned */
+  /* HJ_BACKEND_COUNT: |data| is from the context's allocator; else the backend whose
+     buffer_alloc made it (backend.h: CUDA managed memory), which frees it */
+  hj_backend_t mem;
 };
 
 /* ---- api.c ---------------------------------------------------------------------------------

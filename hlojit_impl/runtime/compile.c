@@ -278,6 +278,9 @@ static bool rtc_emit_one(rtc_build *B, emit_module *em, rtc_pending *pe) {
   t->parallel_n = k.parallel_n;
   t->grain = k.grain;
   t->matmul = k.matmul;
+  memcpy(t->grid, k.grid, sizeof t->grid);     /* GPU targets: the launch geometry */
+  memcpy(t->block, k.block, sizeof t->block);
+  t->shared_bytes = k.shared_bytes;
   if (k.matmul) arrput(x->matmuls, k.matmul);
   rtc_count(&x->stats, k.kind);
   return true;
