@@ -37,7 +37,7 @@
 
 /* ---- per-context state ------------------------------------------------------------------ */
 
-static bool cb_env_off(const char *name) {
+bool cub_env_off(const char *name) {
   const char *v = getenv(name);
   return v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no"));
 }
@@ -85,7 +85,7 @@ static hj_status cb_ctx_create(hj_ctx_t *ctx, void **out) {
   }
   char lib[1024];
   s->libdevice = cuda_libdevice_path(lib, sizeof lib);
-  s->graphs = s->d->has_graphs && !cb_env_off("HLOJIT_CUDA_GRAPHS");
+  s->graphs = s->d->has_graphs;
   s->gemm_mode = cb_gemm_mode();
   const char *tf = getenv("HLOJIT_CUDA_TF32");
   s->tf32 = tf && !strcmp(tf, "1");

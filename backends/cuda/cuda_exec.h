@@ -45,7 +45,7 @@ typedef struct cub_state {             /* per context */
   cuda_codegen *cg;
   cuda_arch arch;
   bool libdevice;                      /* libdevice.10.bc found (sin, pow, f64 math) */
-  bool graphs;                         /* driver has graphs and HLOJIT_CUDA_GRAPHS != 0 */
+  bool graphs;                         /* the driver has graphs */
   int gemm_mode;                       /* CUB_GEMM_*: HLOJIT_CUDA_GEMM */
   bool tf32;                           /* HLOJIT_CUDA_TF32=1: cuBLAS may use TF32 */
   pthread_mutex_t mu;                  /* allocs, the device's stream between runs */
@@ -123,6 +123,8 @@ hj_status cub_to_device(cub_state *s, const void *p, size_t bytes);
 void cub_to_host(cub_state *s, const void *p, size_t bytes);
 /* hj__err with the cuda_error's status and message. */
 hj_status cub_err(hj_ctx_t *ctx, const cuda_error *e);
+/* cuda_backend.c: $name is "0", "off" or "no". */
+bool cub_env_off(const char *name);
 
 /* ---- cuda_run.c ------------------------------------------------------------------------- */
 hj_status cub_run(cub_exec *x, void *const *in, int nin, void *const *out, int nout);

@@ -50,7 +50,8 @@ hj_status cub_alloc_managed(cub_state *s, size_t bytes, void **out) {
   if (st == HJ_OK) st = cuda_mem_alloc_managed(s->dv, bytes, &p, &e);
   if (st == HJ_OK) {
     cub_alloc al = { (uintptr_t)p, bytes, true };
-    arrins(s->allocs, cm_upper(s, al.base), al);
+    ptrdiff_t at = cm_upper(s, al.base);   /* arrins evaluates its index twice */
+    arrins(s->allocs, at, al);
   }
   pthread_mutex_unlock(&s->mu);
   if (st != HJ_OK) return cub_err(s->ctx, &e);

@@ -158,10 +158,10 @@ void cub_graph_plan(cub_exec *x) {
   hlo_shape_leaves(&c->root->shape, &lv);
   for (ptrdiff_t k = 0; k < arrlen(lv); k++) arrput(x->out_bytes, (size_t)hlo_shape_bytes(lv[k]));
   arrfree(lv);
-  x->graphable = x->be->graphs;
-  if (!x->be->graphs)
-    snprintf(x->graph_why, sizeof x->graph_why, "%s", x->be->d->has_graphs ? "HLOJIT_CUDA_GRAPHS=0"
-                                                                          : "the driver has no graphs");
+  bool off = cub_env_off("HLOJIT_CUDA_GRAPHS");   /* read per executable, when it is made */
+  x->graphable = x->be->graphs && !off;
+  if (!x->graphable)
+    snprintf(x->graph_why, sizeof x->graph_why, "%s", off ? "HLOJIT_CUDA_GRAPHS=0" : "the driver has no graphs");
   for (ptrdiff_t i = 0; x->graphable && i < arrlen(e->thunks); i++) {
     th_kind k = e->thunks[i].kind;
     if (k != TH_KERNEL && k != TH_MATMUL && k != TH_COPY) {
