@@ -20,9 +20,17 @@
 #                                  libcuda.so.1 and libcublas that the unit tests dlopen
 #   test_cuda_api                  checked against $(CUDA_HOME)/include's cuda.h when it exists
 #   test-cuda                      every CUDA unit test; no GPU needed (GPU tests say skipped)
-#   test-gpu                       the tests that need a GPU (CUDA_GPU_TESTS)
+#   test-ptx                       tools/ptx_check.py: the PTX of every kernel of every op test,
+#                                  corpus module and fixture, for sm_80 and sm_90a, through
+#                                  ptxas (skipped, saying so, without ptxas); in `make test`
+#   test-gpu                       the tests that need a GPU: CUDA_GPU_TESTS, then the Python
+#                                  suites (op tests, JAX fixtures, corpus) with
+#                                  HLOJIT_BACKEND=cuda (pytest -n GPU_JOBS when pytest-xdist is
+#                                  there); everything says skipped without a GPU
 #   test-gpu-dry                   the GPU tests against the test double: checks the tests
 #                                  themselves without a GPU (every result must be caught)
+#   bench-gpu                      bench/bench_gpu.c: tiled matmul vs cuBLAS, a fusion vs a
+#                                  device copy, a GPT-2 block with graphs vs plain launches
 CUDA_HOME ?= /usr/local/cuda
 B  ?= build
 BA ?= $(B)/asan
@@ -33,8 +41,9 @@ CUDA_CFLAGS += -DHLOJIT_CUDA_BACKEND
 CUDA_DOUBLE     := $(B)/tests/libcuda_double.so
 CUDA_DOUBLE_SRC := $(wildcard tests/cuda_double/*.c)
 CUDA_UNIT_TESTS := test_cuda_api test_cuda_driver test_cuda_codegen test_cuda_matmul \
-                   test_cuda_gpu_matmul test_cuda_backend
-CUDA_GPU_TESTS  := test_cuda_gpu_matmul
+                   test_cuda_gpu_matmul test_cuda_backend test_cuda_gpu_modules
+CUDA_GPU_TESTS  := test_cuda_gpu_matmul test_cuda_gpu_modules
+GPU_JOBS        ?= 8
 
 $(CUDA_DOUBLE): $(CUDA_DOUBLE_SRC) tests/cuda_double/cuda_double.h backends/cuda/cuda_api.h
 	@mkdir -p $(dir $@)
@@ -48,16 +57,35 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(B)/tests/test_cuda_api $(BA)/tests/test_cuda_api: CFLAGS += -DHLOJIT_TEST_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
-.PHONY: test-cuda test-gpu test-gpu-dry
+.PHONY: test-cuda test-gpu test-gpu-dry test-ptx bench-gpu
 
 test-cuda: $(CUDA_UNIT_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_UNIT_TESTS); do \
 	  HLOJIT_CUDA_DOUBLE=$(CUDA_DOUBLE) $(B)/tests/$$t || fail=1; done; exit $$fail
 
-test-gpu: $(CUDA_GPU_TESTS:%=$(B)/tests/%)
-	@fail=0; for t in $(CUDA_GPU_TESTS); do $(B)/tests/$$t || fail=1; done; exit $$fail
+test-ptx:
+	$(PY) tools/ptx_check.py
+
+# GPU_TEST_BIN: where the test programs are ($(B)/tests; tools/gpu_check.sh points it at a
+# prebuilt bundle). The Python suites run with HLOJIT_BIN=$(GPU_HLOJIT).
+GPU_TEST_BIN ?= $(B)/tests
+GPU_HLOJIT   ?= $(abspath $(B)/hlojit)
+GPU_PYTEST_N  = $$($(PY) -c 'import xdist' 2>/dev/null && echo "-n $(GPU_JOBS)")
+
+test-gpu:
+	@fail=0; for t in $(CUDA_GPU_TESTS); do HLOJIT_TEST_DATA=tests $(GPU_TEST_BIN)/$$t || fail=1; done; \
+	HLOJIT_BACKEND=cuda HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE $(GPU_PYTEST_N) \
+	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_jax_fixtures.py \
+	  tests/py/test_golden.py tests/py/test_roundtrip.py || fail=1; exit $$fail
 
 test-gpu-dry: $(CUDA_GPU_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_GPU_TESTS); do \
-	  HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_LIBCUDA=$(abspath $(CUDA_DOUBLE)) \
-	  HLOJIT_LIBCUBLAS=$(abspath $(CUDA_DOUBLE)) $(B)/tests/$$t || fail=1; done; exit $$fail
+	  HLOJIT_TEST_DATA=tests HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_LIBCUDA=$(abspath $(CUDA_DOUBLE)) \
+	  HLOJIT_LIBCUBLAS=$(abspath $(CUDA_DOUBLE)) HLOJIT_CUDA_GEMM=tiled $(B)/tests/$$t || fail=1; done; exit $$fail
+
+$(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+bench-gpu: $(B)/bench/bench_gpu
+	$(B)/bench/bench_gpu

@@ -74,7 +74,10 @@ static hj_status cb_ctx_create(hj_ctx_t *ctx, void **out) {
   pthread_mutex_init(&s->mu, NULL);
   cuda_error e = { 0 };
   const char *ord = getenv("HLOJIT_CUDA_DEVICE");
-  hj_status st = cuda_driver_open(NULL, &s->d, &e);
+  cuda_driver_options dopt;
+  cuda_driver_options_init(&dopt);
+  dopt.load_cublas = false;   /* on the first matmul that may use it (cuda_device_blas) */
+  hj_status st = cuda_driver_open(&dopt, &s->d, &e);
   if (st == HJ_OK) st = cuda_device_open(s->d, ord ? atoi(ord) : 0, &s->dv, &e);
   if (st == HJ_OK) st = cuda_arch_for_device(s->dv->info.cc_major, s->dv->info.cc_minor, &s->arch, &e);
   if (st == HJ_OK) st = cuda_codegen_create(s->arch, &s->cg, &e);

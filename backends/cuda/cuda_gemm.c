@@ -113,7 +113,11 @@ hj_status cub_mm_prepare(cub_exec *x, th_thunk *t) {
   if (st == HJ_OK && p->epi_name[0]) st = cuda_module_function(s->dv, x->mod, p->epi_name, &mm.epi, &e);
   pthread_mutex_unlock(&s->mu);
   if (st != HJ_OK) return cub_err(ctx, &e);
-  bool blas = s->dv->blas != NULL && p->M <= INT32_MAX && p->N <= INT32_MAX && p->K <= INT32_MAX && p->B <= INT32_MAX;
+  /* cuBLAS is loaded (once per context) only where it may be used */
+  pthread_mutex_lock(&s->mu);
+  bool have_blas = !(s->gemm_mode == CUB_GEMM_TILED && mm.tiled) && cuda_device_blas(s->dv) != NULL;
+  pthread_mutex_unlock(&s->mu);
+  bool blas = have_blas && p->M <= INT32_MAX && p->N <= INT32_MAX && p->K <= INT32_MAX && p->B <= INT32_MAX;
   bool tiled = mm.tiled != NULL;
   if (!blas && !tiled)
     return hj__err(ctx, HJ_ERR_UNSUPPORTED, "CUDA backend: matmul '%s' (%lldx%lldx%lld): no tiled kernel "
