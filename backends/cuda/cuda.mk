@@ -57,7 +57,7 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(B)/tests/test_cuda_api $(BA)/tests/test_cuda_api: CFLAGS += -DHLOJIT_TEST_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
-.PHONY: test-cuda test-gpu test-gpu-dry test-ptx bench-gpu
+.PHONY: test-cuda test-gpu test-gpu-c test-gpu-python test-gpu-dry test-ptx bench-gpu
 
 test-cuda: $(CUDA_UNIT_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_UNIT_TESTS); do \
@@ -73,10 +73,16 @@ GPU_HLOJIT   ?= $(abspath $(B)/hlojit)
 GPU_PYTEST_N  = $$($(PY) -c 'import xdist' 2>/dev/null && echo "-n $(GPU_JOBS)")
 
 test-gpu:
-	@fail=0; for t in $(CUDA_GPU_TESTS); do HLOJIT_TEST_DATA=tests $(GPU_TEST_BIN)/$$t || fail=1; done; \
-	HLOJIT_BACKEND=cuda HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE $(GPU_PYTEST_N) \
-	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_jax_fixtures.py \
-	  tests/py/test_golden.py tests/py/test_roundtrip.py || fail=1; exit $$fail
+	@fail=0; $(MAKE) --no-print-directory test-gpu-c || fail=1; \
+	$(MAKE) --no-print-directory test-gpu-python || fail=1; exit $$fail
+
+test-gpu-c:
+	@fail=0; for t in $(CUDA_GPU_TESTS); do HLOJIT_TEST_DATA=tests $(GPU_TEST_BIN)/$$t || fail=1; done; exit $$fail
+
+test-gpu-python:
+	HLOJIT_BACKEND=cuda HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE -p no:cacheprovider $(GPU_PYTEST_N) \
+	  $(GPU_PYTEST_ARGS) tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_jax_fixtures.py \
+	  tests/py/test_golden.py tests/py/test_roundtrip.py
 
 test-gpu-dry: $(CUDA_GPU_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_GPU_TESTS); do \
@@ -89,3 +95,41 @@ $(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhloji
 
 bench-gpu: $(B)/bench/bench_gpu
 	$(B)/bench/bench_gpu
+
+# ---- gpu-bundle: what tools/gpu_check.sh runs on a GPU machine that cannot build hlojit ---
+# (no LLVM 19 there): build/gpu-bundle.tar.xz holds lib/libhlojit.so with LLVM linked in
+# statically (it needs only libc, libstdc++, libz and libzstd — a copy of libzstd and of
+# libcmocka travel with it), bin/ with hlojit, the GPU tests, bench_gpu and the CUDA test
+# double (all with rpath $ORIGIN/../lib), and corpus/ (the shared HLO corpus, which does not
+# travel with the working tree).
+GPU_BUNDLE_DIR := $(B)/gpu-bundle
+GPU_BUNDLE_LLVM = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx x86 orcjit passes bitreader linker \
+                    analysis target transformutils 2>/dev/null)
+GPU_BUNDLE_ZSTD = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libzstd.so.1 /usr/lib64/libzstd.so.1))
+GPU_BUNDLE_CMOCKA = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcmocka.so.0 /usr/lib64/libcmocka.so.0))
+GPU_BUNDLE_BINS := tools/hlojit.c tests/unit/test_cuda_gpu_matmul.c tests/unit/test_cuda_gpu_modules.c \
+                   bench/bench_gpu.c
+GPU_CORPUS ?= $(firstword $(HLOJIT_CORPUS) $(wildcard ../shared/hlo-corpus))
+
+.PHONY: gpu-bundle
+gpu-bundle: $(B)/gpu-bundle.tar.xz
+
+$(B)/gpu-bundle.tar.xz: $(LIB_OBJ) $(GPU_BUNDLE_BINS) $(CUDA_DOUBLE) $(HDRS) $(wildcard tests/unit/*.h) \
+                        tools/gpu_bundle_compat.c
+	rm -rf $(GPU_BUNDLE_DIR)
+	mkdir -p $(GPU_BUNDLE_DIR)/lib $(GPU_BUNDLE_DIR)/bin $(GPU_BUNDLE_DIR)/corpus
+	$(CC) -shared -o $(GPU_BUNDLE_DIR)/lib/libhlojit.so $(LIB_OBJ) tools/gpu_bundle_compat.c -fPIC \
+	  -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--wrap=hypot,--wrap=hypotf,--wrap=arc4random \
+	  -Wl,--as-needed $(GPU_BUNDLE_LLVM) -lstdc++ -lrt -ldl -lm -lz $(GPU_BUNDLE_ZSTD) -lpthread
+	strip --strip-debug $(GPU_BUNDLE_DIR)/lib/libhlojit.so
+	cp $(GPU_BUNDLE_ZSTD) $(GPU_BUNDLE_CMOCKA) $(GPU_BUNDLE_DIR)/lib/
+	for s in $(GPU_BUNDLE_BINS); do \
+	  n=$$(basename $$s .c); \
+	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$s -o $(GPU_BUNDLE_DIR)/bin/$$n \
+	    -L$(GPU_BUNDLE_DIR)/lib -lhlojit -l:$$(basename $(GPU_BUNDLE_CMOCKA)) -lm -lpthread -ldl \
+	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
+	done
+	cp $(CUDA_DOUBLE) $(GPU_BUNDLE_DIR)/bin/
+	if [ -n "$(GPU_CORPUS)" ]; then cp -r $(GPU_CORPUS)/. $(GPU_BUNDLE_DIR)/corpus/; fi
+	tar -C $(B) -cJf $@ gpu-bundle
+	@ls -la $@
