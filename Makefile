@@ -145,7 +145,7 @@ test-fuzz:
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx
+TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu
 
 test: deps
 	@$(MAKE) --no-print-directory all || { echo "== make test: FAILED (build)"; exit 1; }

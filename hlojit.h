@@ -65,9 +65,17 @@
               dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
-              (hj_exec_stats counts them).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
-              shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
+              (hj_exec_stats counts them);
+              the CUDA backend (NVPTX through LLVM, the driver and cuBLAS by dlopen; AUTO
+              tries it first and falls back to the CPU, saying why, where there is no
+              driver or device): the same emitters with GPU thread mappings, a
+              shared-memory tiled matmul and cuBLAS, buffers in managed memory (host-
+              readable after a run, no copy call), CUDA graphs (HLOJIT_CUDA_GRAPHS=0: off),
+              hj_module_to_ptx / `hlojit ptx` without a GPU. Built and checked here
+              without a GPU (ptxas, a test double of the driver); `make test-gpu` and
+              tools/gpu_check.sh are the checks on one.
+   - not yet: the tracing JIT with shape buckets, the disk cache (of PTX too), the GPT-2
+              example. Bounded dynamic dims
               (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
 */
 #ifndef HLOJIT_H
@@ -107,8 +115,8 @@ typedef enum hj_dtype {
 
 typedef enum hj_backend {
   HJ_BACKEND_AUTO = 0,   /* the first backend built in that compiles the module, in the
-                            order CUDA (once built), CPU, evaluator; each one skipped says
-                            why in hj_exec_stats().note */
+                            order CUDA, CPU, evaluator; each one skipped says why in
+                            hj_exec_stats().note */
   HJ_BACKEND_INTERP,     /* the reference evaluator: slow, obviously correct */
   HJ_BACKEND_CPU,
   HJ_BACKEND_CUDA,

@@ -20,6 +20,9 @@
 #                                  libcuda.so.1 and libcublas that the unit tests dlopen
 #   test_cuda_api                  checked against $(CUDA_HOME)/include's cuda.h when it exists
 #   test-cuda                      every CUDA unit test; no GPU needed (GPU tests say skipped)
+#   test-cuda-emu                  the op tests (tests/py/test_ops_numpy*.py) through the GPU
+#                                  emitters, kernels run by the GPU emulator (cuda_emu_run):
+#                                  the kernels' logic against NumPy without a GPU; in make test
 #   test-ptx                       tools/ptx_check.py: the PTX of every kernel of every op test,
 #                                  corpus module and fixture, for sm_80 and sm_90a, through
 #                                  ptxas (skipped, saying so, without ptxas); in `make test`
@@ -57,7 +60,7 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(B)/tests/test_cuda_api $(BA)/tests/test_cuda_api: CFLAGS += -DHLOJIT_TEST_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
-.PHONY: test-cuda test-gpu test-gpu-c test-gpu-python test-gpu-dry test-ptx bench-gpu
+.PHONY: test-cuda test-gpu test-gpu-c test-gpu-python test-gpu-dry test-ptx bench-gpu test-cuda-emu
 
 test-cuda: $(CUDA_UNIT_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_UNIT_TESTS); do \
@@ -88,6 +91,16 @@ test-gpu-dry: $(CUDA_GPU_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_GPU_TESTS); do \
 	  HLOJIT_TEST_DATA=tests HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_LIBCUDA=$(abspath $(CUDA_DOUBLE)) \
 	  HLOJIT_LIBCUBLAS=$(abspath $(CUDA_DOUBLE)) HLOJIT_CUDA_GEMM=tiled $(B)/tests/$$t || fail=1; done; exit $$fail
+
+# The GPU emulator's command line (tests/unit/cuda_emu.h): the op tests through the GPU
+# emitters on the host, against NumPy (test-cuda-emu: in `make test`).
+$(B)/tests/cuda_emu_run: tests/unit/cuda_emu_run.c tests/unit/cuda_emu.h $(wildcard tests/unit/*.h) $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+test-cuda-emu: $(B)/tests/cuda_emu_run
+	HLOJIT_BIN=$(abspath $(B)/tests/cuda_emu_run) HLOJIT_BACKEND=gpu-emulator $(PY) -m pytest -q -rfE -p no:cacheprovider \
+	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py
 
 $(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)

@@ -30,7 +30,6 @@
    device: the PTX is the result; nothing is loaded. Names are per module ("hjk_0", ...),
    so the same module gives the same PTX. */
 #include "cuda_exec.h"
-#include "../../hlojit_impl/text/text.h"
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>

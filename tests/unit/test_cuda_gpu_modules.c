@@ -75,6 +75,8 @@ static bool gm_dry_skip(const hj_module_t *m) {
 
 /* GPU vs evaluator (and JAX when |want_jax|) on |m| with |in|; |want0|: the evaluator's
    outputs when already made (taken over), else NULL. */
+static double gm_rel_max = 1e-5;   /* of max|want|: see test_fixtures_gpu */
+
 static void gm_check_want(const char *what, hj_module_t *m, hj_buffer_t **in, hj_ctx_t *gpu, hj_ctx_t *ref,
                           gm_tally *t, hj_buffer_t **want_jax, hj_buffer_t **want0) {
   if (gm_dry_skip(m)) {
@@ -94,7 +96,7 @@ static void gm_check_want(const char *what, hj_module_t *m, hj_buffer_t **in, hj
   char why[256];
   bool all_ok = true;
   for (int k = 0; k < nout; k++) {
-    bool ok = cb_close(got[k], want[k], 1e-4, 1e-6, 1e-5, why, sizeof why);
+    bool ok = cb_close(got[k], want[k], 1e-4, 1e-6, gm_rel_max, why, sizeof why);
     if (!ok && !G_dry) fail_msg("%s: output %d differs from the evaluator: %s", what, k, why);
     if (ok && want_jax && !cb_close(got[k], want_jax[k], 1e-4, 1e-6, 1e-5, why, sizeof why)) {
       if (!G_dry) fail_msg("%s: output %d differs from JAX: %s", what, k, why);
@@ -210,8 +212,12 @@ static void test_fixtures_gpu(void **state) {
   for (int i = 0; i < 3; i++) {
     char d[1200];
     snprintf(d, sizeof d, "%.1000s/fixtures/%s", tu_data_dir(), dirs[i]);
+    /* hlo_pass: GPT-2 blocks whose values reach ~1300 with unit-scale random weights,
+       summed in other orders (test_cuda_emu.c measured 1.5e-5 of max|want|) */
+    gm_rel_max = i == 1 ? 5e-5 : 1e-5;
     gm_dir(dirs[i], d, 3);
   }
+  gm_rel_max = 1e-5;
 }
 
 static const char gm_wc[] =
