@@ -20,9 +20,10 @@
 #                                  libcuda.so.1 and libcublas that the unit tests dlopen
 #   test_cuda_api                  checked against $(CUDA_HOME)/include's cuda.h when it exists
 #   test-cuda                      every CUDA unit test; no GPU needed (GPU tests say skipped)
-#   test-cuda-emu                  the op tests (tests/py/test_ops_numpy*.py) through the GPU
-#                                  emitters, kernels run by the GPU emulator (cuda_emu_run):
-#                                  the kernels' logic against NumPy without a GPU; in make test
+#   test-cuda-emu                  the op tests (tests/py/test_ops_numpy*.py), XLA's golden
+#                                  modules and the JAX fixtures through the GPU emitters,
+#                                  kernels run by the GPU emulator (cuda_emu_run): the kernels'
+#                                  logic against NumPy/XLA/JAX without a GPU; in make test
 #   test-ptx                       tools/ptx_check.py: the PTX of every kernel of every op test,
 #                                  corpus module and fixture, for sm_80 and sm_90a, through
 #                                  ptxas (skipped, saying so, without ptxas); in `make test`
@@ -82,8 +83,11 @@ test-gpu:
 test-gpu-c:
 	@fail=0; for t in $(CUDA_GPU_TESTS); do HLOJIT_TEST_DATA=tests $(GPU_TEST_BIN)/$$t || fail=1; done; exit $$fail
 
+# HLOJIT_CUDA_GEMM=rule: each case is its own process, and a per-process measurement could
+# pick another matmul path for the original and the printed module of the round-trip test
+# (bitwise equality); test_cuda_gpu_modules covers the measured choice.
 test-gpu-python:
-	HLOJIT_BACKEND=cuda HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE -p no:cacheprovider $(GPU_PYTEST_N) \
+	HLOJIT_BACKEND=cuda HLOJIT_CUDA_GEMM=rule HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE -p no:cacheprovider $(GPU_PYTEST_N) \
 	  $(GPU_PYTEST_ARGS) tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_jax_fixtures.py \
 	  tests/py/test_golden.py tests/py/test_roundtrip.py
 
@@ -100,7 +104,7 @@ $(B)/tests/cuda_emu_run: tests/unit/cuda_emu_run.c tests/unit/cuda_emu.h $(wildc
 
 test-cuda-emu: $(B)/tests/cuda_emu_run
 	HLOJIT_BIN=$(abspath $(B)/tests/cuda_emu_run) HLOJIT_BACKEND=gpu-emulator $(PY) -m pytest -q -rfE -p no:cacheprovider \
-	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py
+	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py tests/py/test_jax_fixtures.py
 
 $(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)

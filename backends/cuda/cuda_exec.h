@@ -97,6 +97,8 @@ typedef struct cub_exec {
   cub_stage *stage_in, *stage_out;     /* stb_ds, per leaf */
   /* graphs */
   bool graphable;                      /* entry program of kernels, matmuls and copies only */
+  bool host_work;                      /* some program has evaluator/while/conditional thunks:
+                                          the host touches the arenas during a run */
   char graph_why[160];                 /* why not, for the stats line */
   int mode;                            /* CUB_*: what the hooks do during this run */
   bool recapture;                      /* a library node's addresses changed */

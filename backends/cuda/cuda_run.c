@@ -8,7 +8,8 @@
         managed buffer of the executable, the same one every run (inputs copied in before,
         outputs copied back after);
      2. prefetch: every allocation the run uses that the host may have touched (cuda_mem.c)
-        goes to the device on the stream, before the first launch;
+        goes to the device on the stream, before the first launch (a run with host work
+        marks the arenas and constants it touched, so the next run moves them back);
      3. the thunks, in one of three modes:
           EAGER    every kernel launched (cuLaunchKernel), gemms and copies issued;
           CAPTURE  the same calls into a stream capture (cuStreamBeginCapture): each of our
@@ -158,6 +159,11 @@ void cub_graph_plan(cub_exec *x) {
   hlo_shape_leaves(&c->root->shape, &lv);
   for (ptrdiff_t k = 0; k < arrlen(lv); k++) arrput(x->out_bytes, (size_t)hlo_shape_bytes(lv[k]));
   arrfree(lv);
+  for (ptrdiff_t i = 0; i < arrlen(x->base.programs); i++)
+    for (ptrdiff_t k = 0; k < arrlen(x->base.programs[i]->thunks); k++) {
+      th_kind tk = x->base.programs[i]->thunks[k].kind;
+      x->host_work |= tk == TH_EVAL || tk == TH_WHILE || tk == TH_COND;
+    }
   bool off = cub_env_off("HLOJIT_CUDA_GRAPHS");   /* read per executable, when it is made */
   x->graphable = x->be->graphs && !off;
   if (!x->graphable)
@@ -337,6 +343,15 @@ hj_status cub_run(cub_exec *x, void *const *in, int nin, void *const *out, int n
       if (al) al->on_host = true;
     }
   if (st == HJ_OK && nout && cuda_device_sync(s->dv, &ce) != HJ_OK) st = cr_check(x, &ce);
+  /* host work read and wrote the arenas (and read constants) on the host: back to the
+     device before the next run's kernels, instead of page faults */
+  for (ptrdiff_t i = 0; x->host_work && i < arrlen(x->base.programs); i++) {
+    th_program *p = x->base.programs[i];
+    cub_alloc *al = cub_find(s, p->arena, 1);
+    if (al) al->on_host = true;
+    for (ptrdiff_t k = 0; k < arrlen(p->plan.consts); k++)
+      if ((al = cub_find(s, p->consts[k], 1))) al->on_host = true;
+  }
   for (int i = 0; st == HJ_OK && i < nout; i++)
     if (op[i] != out[i] && x->out_bytes[i]) memcpy(out[i], op[i], x->out_bytes[i]);
   if (st == HJ_OK) x->runs++;

@@ -122,19 +122,23 @@ static void emu_fiber_main(void) {
   E.f[E.cur].state = EMU_DONE;
 }
 
+/* Fiber |i| at the start of the kernel. Its own function: getcontext returns twice, and the
+   caller's loop variables must not live across it (-Wclobbered). */
+static __attribute__((noinline)) void emu_fiber_init(int i) {
+  emu_fiber *f = &E.f[i];
+  if (!f->stack) f->stack = malloc(EMU_STACK);
+  getcontext(&f->uc);
+  f->uc.uc_stack.ss_sp = f->stack;
+  f->uc.uc_stack.ss_size = EMU_STACK;
+  f->uc.uc_link = &E.sched;
+  makecontext(&f->uc, emu_fiber_main, 0);
+  f->tid = (unsigned)i;
+  f->state = EMU_RUN;
+}
+
 /* One block with fibers: round-robin until every thread is done. */
 static void emu_block_fibers(void) {
-  for (int i = 0; i < E.n; i++) {
-    emu_fiber *f = &E.f[i];
-    if (!f->stack) f->stack = malloc(EMU_STACK);
-    getcontext(&f->uc);
-    f->uc.uc_stack.ss_sp = f->stack;
-    f->uc.uc_stack.ss_size = EMU_STACK;
-    f->uc.uc_link = &E.sched;
-    makecontext(&f->uc, emu_fiber_main, 0);
-    f->tid = (unsigned)i;
-    f->state = EMU_RUN;
-  }
+  for (int i = 0; i < E.n; i++) emu_fiber_init(i);
   for (;;) {
     bool ran = false, live = false;
     for (int i = 0; i < E.n; i++) {
