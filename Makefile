@@ -170,7 +170,7 @@ fuzz-long: $(BA)/tests/fuzz_hlo
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2
+TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu
 
 # The suites run with the disk cache off (HLOJIT_CACHE_DIR=off): a test must compile what it
 # checks; the cache tests choose their own directories.

@@ -125,11 +125,19 @@
               dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
               an LRU memory cache of executables, statistics;
               the code cache (CPU backend): machine code compiled once per context and kept
-              on disk for the next process (CODE CACHE below).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A
-              module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`) compiled with
-              hj_compile runs at its bounds (get-dimension-size reads the bound);
-              hj_jit_call runs it at any real size.
+              on disk for the next process (CODE CACHE below);
+              the CUDA backend (NVPTX through LLVM, the driver and cuBLAS by dlopen; AUTO
+              tries it first and falls back to the CPU, saying why, where there is no
+              driver or device): the same emitters with GPU thread mappings, a
+              shared-memory tiled matmul and cuBLAS, buffers in managed memory (host-
+              readable after a run, no copy call), CUDA graphs (HLOJIT_CUDA_GRAPHS=0: off),
+              hj_module_to_ptx / `hlojit ptx` without a GPU. Built and checked without a
+              GPU (ptxas, a test double of the driver, an emulator of the GPU thread
+              model); `make test-gpu` and tools/gpu_check.sh are the checks on one.
+   - not yet: the disk cache of PTX (the CUDA backend compiles every process), the GPT-2
+              example. A module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
+              compiled with hj_compile runs at its bounds (get-dimension-size reads the
+              bound); hj_jit_call runs it at any real size.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -168,8 +176,8 @@ typedef enum hj_dtype {
 
 typedef enum hj_backend {
   HJ_BACKEND_AUTO = 0,   /* the first backend built in that compiles the module, in the
-                            order CUDA (once built), CPU, evaluator; each one skipped says
-                            why in hj_exec_stats().note */
+                            order CUDA, CPU, evaluator; each one skipped says why in
+                            hj_exec_stats().note */
   HJ_BACKEND_INTERP,     /* the reference evaluator: slow, obviously correct */
   HJ_BACKEND_CPU,
   HJ_BACKEND_CUDA,
@@ -665,8 +673,7 @@ hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
 hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
 hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
-/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ==========
-
+/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ===
    ---- buffers without a copy ----------------------------------------------------------
    Every buffer is reference counted: the create/wrap/map/view call returns one reference,
    hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
@@ -792,6 +799,13 @@ hj_status hj_exec_profile(const hj_exec_t *e, hj_profile_entry_t **entries, int 
    kind, instruction and kernel, sorted; then the compile times. */
 hj_status hj_exec_profile_text(const hj_exec_t *e, char **text);
 void hj_exec_profile_reset(hj_exec_t *e);
+/* ---- CUDA: PTX without a device ------------------------------------------------------------
+   The PTX of every kernel |m| compiles to on the CUDA backend, for |arch| ("sm_80", the
+   portable baseline; "sm_90a" for compute capability 9.0; NULL: sm_80), made without a
+   driver or a GPU (NVPTX through LLVM; nothing is loaded or run). *ptx is NUL-terminated
+   text, released with free(); "" when every op runs in the evaluator. HJ_ERR_UNSUPPORTED
+   when the CUDA backend is not part of this build. `hlojit ptx` prints it. */
+hj_status hj_module_to_ptx(hj_ctx_t *ctx, hj_module_t *m, const char *arch, char **ptx);
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,10 @@
    through this table and names no backend's functions; a backend, in turn, reaches the
    compiler through runtime/runtime.h (the compile driver) and knows nothing of the API.
 
-   HJ_BACKEND_AUTO walks hlo_backends in its order (today: cpu, then interp; cuda first once
-   it is built) and takes the first whose per-context state can be made and whose compile
-   succeeds; each skipped backend's reason is kept in ctx->backend_note and in the
-   executable's hj_exec_stats().note.
+   HJ_BACKEND_AUTO walks hlo_backends in its order (cuda, cpu, then interp) and takes the
+   first whose per-context state can be made and whose compile succeeds; each skipped
+   backend's reason is kept in ctx->backend_note and in the executable's
+   hj_exec_stats().note.
 
    Buffers are host pointers: run() receives the flattened leaves of the entry's parameters
    and results (tuples depth first), as the caller's hj_buffer_t data. The API guarantees
@@ -43,6 +43,18 @@ typedef struct hlo_backend {
   void (*set_profiling)(void *exec, bool on);
   hj_status (*profile)(const void *exec, hj_profile_entry_t **out);
   void (*profile_reset)(void *exec);
+  /* Optional: the code |m| compiles to, as text, made without running anything and without
+     a device (CUDA: the PTX of every kernel for |target| "sm_80" / "sm_90a"; NULL: the
+     backend's default). *text is malloc'd. hj_module_to_ptx uses it. */
+  hj_status (*code_text)(hj_ctx_t *ctx, const hlo_module *m, const char *target, char **text);
+  /* Optional: buffer storage the backend's kernels can use directly (CUDA: managed memory,
+     readable by the host through the same pointer). buffer_alloc makes |bytes| (16-byte
+     aligned at least); buffer_free takes it back; buffer_host runs before the host reads or
+     writes it through hj_buffer_host_ptr (CUDA: prefetch to the host). The API uses them
+     for the buffers of a context whose backend has them (api.c). */
+  hj_status (*buffer_alloc)(hj_ctx_t *ctx, void *state, size_t bytes, void **out);
+  void (*buffer_free)(hj_ctx_t *ctx, void *state, void *p);
+  void (*buffer_host)(hj_ctx_t *ctx, void *state, void *p, size_t bytes);
 } hlo_backend;
 
 /* backends/backends.c: every backend built in, in the order AUTO tries them, NULL last. */

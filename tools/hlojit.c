@@ -5,6 +5,7 @@
      hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
                            [--random-inputs SEED] [--out DIR] [--stats] [--profile]
                            [--runs N] [--cache-dir DIR]
+     hlojit ptx MODULE.hlo... [--arch sm_80|sm_90a] [--out-dir DIR]
 
    It is a client of the public API only (hlojit.h): parse with hj_module_parse_file, compile
    with hj_compile_module, run with hj_exec_run, .npy through hj_buffer_read_npy and
@@ -45,6 +46,7 @@ static const char cli_usage[] =
   "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
   "                             [--random-inputs SEED] [--out DIR] [--stats] [--profile]\n"
   "                             [--runs N] [--cache-dir DIR]\n"
+  "       hlojit ptx MODULE.hlo... [--arch sm_80|sm_90a] [--out-dir DIR]\n"
   "       hlojit --help | --version\n"
   "\n"
   "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
@@ -68,6 +70,10 @@ static const char cli_usage[] =
   "       --cache-dir DIR       the disk cache of compiled code ('off': none; default\n"
   "                             $HLOJIT_CACHE_DIR, else $XDG_CACHE_HOME/hlojit, else\n"
   "                             ~/.cache/hlojit)\n"
+  "ptx    compile each MODULE.hlo for the CUDA backend without a GPU (NVPTX through LLVM)\n"
+  "       and print the PTX of every kernel (--arch: sm_80, the default and portable\n"
+  "       baseline, or sm_90a for compute capability 9.0); --out-dir DIR writes DIR/K.ptx\n"
+  "       for the K-th module instead (0, 1, ...), and goes on past a module that fails.\n"
   "Exit status: 0 on success, 1 on any error (message on stderr).\n";
 
 typedef struct {
@@ -477,6 +483,57 @@ static int cli_with_module(const char *path, hj_backend_t backend, const cli_run
   return rc;
 }
 
+/* ---- ptx ------------------------------------------------------------------------------------ */
+
+/* hlojit ptx MODULE... [--arch A] [--out-dir DIR] (hj_module_to_ptx, no device). */
+static int cli_ptx(int argc, char **argv) {
+  const char *arch = NULL, *dir = NULL;
+  const char **mods = calloc((size_t)argc, sizeof *mods);
+  int nm = 0, rc = 0;
+  if (!mods) return cli_fail("out of memory");
+  for (int i = 2; i < argc; i++) {
+    const char *v = NULL;
+    int err = 0;
+    if (cli_opt(argc, argv, &i, "--arch", &v, &err)) arch = v;
+    else if (cli_opt(argc, argv, &i, "--out-dir", &v, &err)) dir = v;
+    else if (argv[i][0] == '-' && argv[i][1]) err = cli_fail("unknown option '%s' (see hlojit --help)", argv[i]);
+    else mods[nm++] = argv[i];
+    if (err) { free(mods); return err; }
+  }
+  if (nm == 0) { free(mods); return cli_fail("ptx: no module given (see hlojit --help)"); }
+  if (!dir && nm > 1) { free(mods); return cli_fail("ptx: several modules need --out-dir DIR"); }
+  if (dir && cli_mkdir(dir)) { free(mods); return 1; }
+  hj_ctx_options_t opt;
+  hj_ctx_options_init(&opt);
+  opt.backend = HJ_BACKEND_INTERP;   /* no backend state is made: the PTX needs no device */
+  hj_ctx_t *ctx = NULL;
+  hj_status st = hj_ctx_create(&opt, &ctx);
+  if (st) { free(mods); return cli_lib_fail(ctx, st); }
+  for (int k = 0; k < nm; k++) {
+    hj_module_t *m = NULL;
+    char *ptx = NULL;
+    if ((st = hj_module_parse_file(ctx, mods[k], &m)) || (st = hj_module_to_ptx(ctx, m, arch, &ptx))) {
+      fprintf(stderr, "hlojit: %s: %s\n", mods[k], hj_ctx_error(ctx));
+      rc = 1;
+    } else if (!dir) {
+      if (fputs(ptx, stdout) < 0 || fflush(stdout) != 0) rc = 1;
+    } else {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%d.ptx", dir, k);
+      FILE *f = fopen(path, "wb");
+      if (!f || fputs(ptx, f) < 0) rc = cli_fail("cannot write %s: %s", path, strerror(errno));
+      if (f) fclose(f);
+    }
+    free(ptx);
+    hj_module_destroy(m);
+    hj_ctx_clear_error(ctx);
+    if (rc && !dir) break;
+  }
+  hj_ctx_destroy(ctx);
+  free(mods);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(cli_usage, stderr);
@@ -506,5 +563,6 @@ int main(int argc, char **argv) {
     int err = cli_parse_run(argc, argv, &a);
     return err ? err : cli_with_module(a.module, a.backend, &a, false, false);
   }
+  if (!strcmp(cmd, "ptx")) return cli_ptx(argc, argv);
   return cli_fail("unknown command '%s' (see hlojit --help)", cmd);
 }

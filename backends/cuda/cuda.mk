@@ -20,9 +20,21 @@
 #                                  libcuda.so.1 and libcublas that the unit tests dlopen
 #   test_cuda_api                  checked against $(CUDA_HOME)/include's cuda.h when it exists
 #   test-cuda                      every CUDA unit test; no GPU needed (GPU tests say skipped)
-#   test-gpu                       the tests that need a GPU (CUDA_GPU_TESTS)
+#   test-cuda-emu                  the op tests (tests/py/test_ops_numpy*.py), XLA's golden
+#                                  modules and the JAX fixtures through the GPU emitters,
+#                                  kernels run by the GPU emulator (cuda_emu_run): the kernels'
+#                                  logic against NumPy/XLA/JAX without a GPU; in make test
+#   test-ptx                       tools/ptx_check.py: the PTX of every kernel of every op test,
+#                                  corpus module and fixture, for sm_80 and sm_90a, through
+#                                  ptxas (skipped, saying so, without ptxas); in `make test`
+#   test-gpu                       the tests that need a GPU: CUDA_GPU_TESTS, then the Python
+#                                  suites (op tests, JAX fixtures, corpus) with
+#                                  HLOJIT_BACKEND=cuda (pytest -n GPU_JOBS when pytest-xdist is
+#                                  there); everything says skipped without a GPU
 #   test-gpu-dry                   the GPU tests against the test double: checks the tests
 #                                  themselves without a GPU (every result must be caught)
+#   bench-gpu                      bench/bench_gpu.c: tiled matmul vs cuBLAS, a fusion vs a
+#                                  device copy, a GPT-2 block with graphs vs plain launches
 CUDA_HOME ?= /usr/local/cuda
 B  ?= build
 BA ?= $(B)/asan
@@ -33,8 +45,9 @@ CUDA_CFLAGS += -DHLOJIT_CUDA_BACKEND
 CUDA_DOUBLE     := $(B)/tests/libcuda_double.so
 CUDA_DOUBLE_SRC := $(wildcard tests/cuda_double/*.c)
 CUDA_UNIT_TESTS := test_cuda_api test_cuda_driver test_cuda_codegen test_cuda_matmul \
-                   test_cuda_gpu_matmul
-CUDA_GPU_TESTS  := test_cuda_gpu_matmul
+                   test_cuda_gpu_matmul test_cuda_backend test_cuda_gpu_modules
+CUDA_GPU_TESTS  := test_cuda_gpu_matmul test_cuda_gpu_modules
+GPU_JOBS        ?= 8
 
 $(CUDA_DOUBLE): $(CUDA_DOUBLE_SRC) tests/cuda_double/cuda_double.h backends/cuda/cuda_api.h
 	@mkdir -p $(dir $@)
@@ -48,16 +61,92 @@ ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(B)/tests/test_cuda_api $(BA)/tests/test_cuda_api: CFLAGS += -DHLOJIT_TEST_CUDA_H -isystem $(CUDA_HOME)/include
 endif
 
-.PHONY: test-cuda test-gpu test-gpu-dry
+.PHONY: test-cuda test-gpu test-gpu-c test-gpu-python test-gpu-dry test-ptx bench-gpu test-cuda-emu
 
 test-cuda: $(CUDA_UNIT_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_UNIT_TESTS); do \
 	  HLOJIT_CUDA_DOUBLE=$(CUDA_DOUBLE) $(B)/tests/$$t || fail=1; done; exit $$fail
 
-test-gpu: $(CUDA_GPU_TESTS:%=$(B)/tests/%)
-	@fail=0; for t in $(CUDA_GPU_TESTS); do $(B)/tests/$$t || fail=1; done; exit $$fail
+test-ptx:
+	$(PY) tools/ptx_check.py
+
+# GPU_TEST_BIN: where the test programs are ($(B)/tests; tools/gpu_check.sh points it at a
+# prebuilt bundle). The Python suites run with HLOJIT_BIN=$(GPU_HLOJIT).
+GPU_TEST_BIN ?= $(B)/tests
+GPU_HLOJIT   ?= $(abspath $(B)/hlojit)
+GPU_PYTEST_N  = $$($(PY) -c 'import xdist' 2>/dev/null && echo "-n $(GPU_JOBS)")
+
+test-gpu:
+	@fail=0; $(MAKE) --no-print-directory test-gpu-c || fail=1; \
+	$(MAKE) --no-print-directory test-gpu-python || fail=1; exit $$fail
+
+test-gpu-c:
+	@fail=0; for t in $(CUDA_GPU_TESTS); do HLOJIT_TEST_DATA=tests $(GPU_TEST_BIN)/$$t || fail=1; done; exit $$fail
+
+# HLOJIT_CUDA_GEMM=rule: each case is its own process, and a per-process measurement could
+# pick another matmul path for the original and the printed module of the round-trip test
+# (bitwise equality); test_cuda_gpu_modules covers the measured choice.
+test-gpu-python:
+	HLOJIT_BACKEND=cuda HLOJIT_CUDA_GEMM=rule HLOJIT_BIN=$(GPU_HLOJIT) $(PY) -m pytest -q -rfE -p no:cacheprovider $(GPU_PYTEST_N) \
+	  $(GPU_PYTEST_ARGS) tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_jax_fixtures.py \
+	  tests/py/test_golden.py tests/py/test_roundtrip.py
 
 test-gpu-dry: $(CUDA_GPU_TESTS:%=$(B)/tests/%) $(CUDA_DOUBLE)
 	@fail=0; for t in $(CUDA_GPU_TESTS); do \
-	  HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_LIBCUDA=$(abspath $(CUDA_DOUBLE)) \
-	  HLOJIT_LIBCUBLAS=$(abspath $(CUDA_DOUBLE)) $(B)/tests/$$t || fail=1; done; exit $$fail
+	  HLOJIT_TEST_DATA=tests HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_LIBCUDA=$(abspath $(CUDA_DOUBLE)) \
+	  HLOJIT_LIBCUBLAS=$(abspath $(CUDA_DOUBLE)) HLOJIT_CUDA_GEMM=tiled $(B)/tests/$$t || fail=1; done; exit $$fail
+
+# The GPU emulator's command line (tests/unit/cuda_emu.h): the op tests through the GPU
+# emitters on the host, against NumPy (test-cuda-emu: in `make test`).
+$(B)/tests/cuda_emu_run: tests/unit/cuda_emu_run.c tests/unit/cuda_emu.h $(wildcard tests/unit/*.h) $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+test-cuda-emu: $(B)/tests/cuda_emu_run
+	HLOJIT_BIN=$(abspath $(B)/tests/cuda_emu_run) HLOJIT_BACKEND=gpu-emulator $(PY) -m pytest -q -rfE -p no:cacheprovider \
+	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py tests/py/test_jax_fixtures.py
+
+$(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+bench-gpu: $(B)/bench/bench_gpu
+	$(B)/bench/bench_gpu
+
+# ---- gpu-bundle: what tools/gpu_check.sh runs on a GPU machine that cannot build hlojit ---
+# (no LLVM 19 there): build/gpu-bundle.tar.xz holds lib/libhlojit.so with LLVM linked in
+# statically (it needs only libc, libstdc++, libz and libzstd — a copy of libzstd and of
+# libcmocka travel with it), bin/ with hlojit, the GPU tests, bench_gpu and the CUDA test
+# double (all with rpath $ORIGIN/../lib), and corpus/ (the shared HLO corpus, which does not
+# travel with the working tree).
+GPU_BUNDLE_DIR := $(B)/gpu-bundle
+GPU_BUNDLE_LLVM = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx x86 orcjit passes bitreader linker \
+                    analysis target transformutils 2>/dev/null)
+GPU_BUNDLE_ZSTD = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libzstd.so.1 /usr/lib64/libzstd.so.1))
+GPU_BUNDLE_CMOCKA = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcmocka.so.0 /usr/lib64/libcmocka.so.0))
+GPU_BUNDLE_BINS := tools/hlojit.c tests/unit/test_cuda_gpu_matmul.c tests/unit/test_cuda_gpu_modules.c \
+                   bench/bench_gpu.c
+GPU_CORPUS ?= $(firstword $(HLOJIT_CORPUS) $(wildcard ../shared/hlo-corpus))
+
+.PHONY: gpu-bundle
+gpu-bundle: $(B)/gpu-bundle.tar.xz
+
+$(B)/gpu-bundle.tar.xz: $(LIB_OBJ) $(GPU_BUNDLE_BINS) $(CUDA_DOUBLE) $(HDRS) $(wildcard tests/unit/*.h) \
+                        tools/gpu_bundle_compat.c
+	rm -rf $(GPU_BUNDLE_DIR)
+	mkdir -p $(GPU_BUNDLE_DIR)/lib $(GPU_BUNDLE_DIR)/bin $(GPU_BUNDLE_DIR)/corpus
+	$(CC) -shared -o $(GPU_BUNDLE_DIR)/lib/libhlojit.so $(LIB_OBJ) tools/gpu_bundle_compat.c -fPIC \
+	  -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--wrap=hypot,--wrap=hypotf,--wrap=arc4random \
+	  -Wl,--as-needed $(GPU_BUNDLE_LLVM) -lstdc++ -lrt -ldl -lm -lz $(GPU_BUNDLE_ZSTD) -lpthread
+	strip --strip-debug $(GPU_BUNDLE_DIR)/lib/libhlojit.so
+	cp $(GPU_BUNDLE_ZSTD) $(GPU_BUNDLE_CMOCKA) $(GPU_BUNDLE_DIR)/lib/
+	for s in $(GPU_BUNDLE_BINS); do \
+	  n=$$(basename $$s .c); \
+	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$s -o $(GPU_BUNDLE_DIR)/bin/$$n \
+	    -L$(GPU_BUNDLE_DIR)/lib -lhlojit -l:$$(basename $(GPU_BUNDLE_CMOCKA)) -lm -lpthread -ldl \
+	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
+	done
+	cp $(CUDA_DOUBLE) $(GPU_BUNDLE_DIR)/bin/
+	if [ -n "$(GPU_CORPUS)" ]; then cp -r $(GPU_CORPUS)/. $(GPU_BUNDLE_DIR)/corpus/; fi
+	tar -C $(B) -cJf $@ gpu-bundle
+	@ls -la $@

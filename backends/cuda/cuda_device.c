@@ -98,7 +98,10 @@ hj_status cuda_device_open(cuda_driver *d, int ordinal, cuda_device **out, cuda_
   if (st == HJ_OK) {
     size_t two_percent = dv->info.total_mem / 50;
     dv->mem_headroom = two_percent > (256u << 20) ? two_percent : (256u << 20);
-    cv_blas(dv);
+    if (d->blas_lib || d->blas_why[0]) {   /* loaded, or tried and failed: as it is */
+      cv_blas(dv);
+      dv->blas_tried = true;
+    }
     *out = dv;
   } else {
     cuda_device_close(dv);
@@ -115,6 +118,14 @@ void cuda_device_close(cuda_device *dv) {
   if (dv->stream) d->cuStreamDestroy(dv->stream);
   if (dv->ctx) d->cuDevicePrimaryCtxRelease(dv->dev);
   free(dv);
+}
+
+cublasHandle_t cuda_device_blas(cuda_device *dv) {
+  if (dv->blas || dv->blas_tried) return dv->blas;
+  dv->blas_tried = true;
+  cuda_driver_load_blas(dv->d, NULL);
+  cv_blas(dv);
+  return dv->blas;
 }
 
 hj_status cuda_device_bind(cuda_device *dv, cuda_error *e) {

@@ -189,6 +189,15 @@ static void cd_load_blas(cuda_driver *d, const cuda_driver_options *o) {
   }
 }
 
+void cuda_driver_load_blas(cuda_driver *d, const char *libcublas) {
+  if (d->blas_lib) return;
+  cuda_driver_options o;
+  cuda_driver_options_init(&o);
+  o.libcublas = libcublas;
+  d->blas_why[0] = 0;
+  cd_load_blas(d, &o);
+}
+
 hj_status cuda_driver_open(const cuda_driver_options *o, cuda_driver **out, cuda_error *e) {
   *out = NULL;
   cuda_driver_options defaults;
@@ -253,7 +262,7 @@ hj_status cuda_driver_open(const cuda_driver_options *o, cuda_driver **out, cuda
     goto done;
   }
   if (o->load_cublas) cd_load_blas(d, o);                                          /* 6 */
-  else snprintf(d->blas_why, sizeof d->blas_why, "cuBLAS not loaded: not asked for");
+  /* else: loaded on first use (cuda_device_blas), blas_why empty until then */
 
 done:
   if (st != HJ_OK) cuda_driver_close(d);

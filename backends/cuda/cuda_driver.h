@@ -77,6 +77,10 @@ typedef struct cuda_driver {
    cuBLAS. *out is NULL on failure; free with cuda_driver_close (NULL is fine). */
 hj_status cuda_driver_open(const cuda_driver_options *o, cuda_driver **out, cuda_error *e);
 void cuda_driver_close(cuda_driver *d);
+/* Loads cuBLAS now when the open did not (options.load_cublas false: the backend loads it
+   on the first matmul that may use it, so programs without one never pay for it);
+   |libcublas| as in the options. Failure leaves d->blas_why. */
+void cuda_driver_load_blas(cuda_driver *d, const char *libcublas);
 /* One line for logs: "CUDA driver 13.0 (libcuda.so.1, cuGetProcAddress), 1 device;
    cuBLAS libcublas.so.13; graphs on". */
 void cuda_driver_describe(const cuda_driver *d, char *buf, size_t n);
@@ -113,6 +117,7 @@ typedef struct cuda_device {
   cublasHandle_t blas;         /* NULL when cuBLAS is not loaded or would not start */
   int blas_version;            /* cublasGetVersion: 130100 */
   char blas_why[512];          /* why |blas| is NULL */
+  bool blas_tried;             /* the handle was made, or could not be (cuda_device_blas) */
   cuda_device_info info;
   size_t mem_headroom;         /* bytes every allocation leaves free (cuda_mem_alloc*) */
 } cuda_device;
@@ -125,6 +130,9 @@ void cuda_device_close(cuda_device *dv);   /* NULL is fine; makes its context cu
    thread); needed before driver calls from any other thread. */
 hj_status cuda_device_bind(cuda_device *dv, cuda_error *e);
 hj_status cuda_device_sync(cuda_device *dv, cuda_error *e);   /* the stream */
+/* The cuBLAS handle on the device's stream, made on first use (loading cuBLAS through
+   cuda_driver_load_blas if needed); NULL with dv->blas_why when there is none. */
+cublasHandle_t cuda_device_blas(cuda_device *dv);
 /* "NVIDIA H200, compute capability 9.0, 132 SMs, 139.8 GiB" */
 void cuda_device_describe(const cuda_device *dv, char *buf, size_t n);
 

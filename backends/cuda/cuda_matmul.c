@@ -75,7 +75,7 @@ typedef struct mm {
   int T, BK, NT, TPR, half, row;       /* row: floats per padded shared row (T + 4) */
   int loads;                           /* float4s of one operand's slice per thread */
   bool vec_a, vec_b, vec_c;
-  LLVMValueRef A, B, C, extra[8];      /* this batch item's bases */
+  LLVMValueRef A, B, C, extra[16];     /* this batch item's bases */
   LLVMValueRef as, bs;                 /* the shared arrays [2][BK][row] */
   LLVMValueRef tid, tx, ty, bz, row0, col0;
   LLVMValueRef fma, barrier;
@@ -277,7 +277,7 @@ static hj_status mm_check(const cuda_matmul_spec *s, int T, cuda_error *e) {
   else if (s->stride_a < 0 || s->stride_b < 0 || s->stride_c < 0) why = "strides >= 0";
   else if (T != 64 && T != 128) why = "tile 0, 64 or 128";
   else if (s->bk != 8 && s->bk != 16) why = "bk 8 or 16";
-  else if (s->n_extra < 0 || s->n_extra > 8) why = "at most 8 extra buffers";
+  else if (s->n_extra < 0 || s->n_extra > 16) why = "at most 16 extra buffers";
   else if ((s->m + T - 1) / T > 65535) why = "m / tile <= 65535 (grid y)";
   else if (s->n_extra && !s->epilogue) why = "extra buffers only with an epilogue";
   else if (s->batch > 1 && s->stride_c < s->m * s->n) why = "batch items of C that do not overlap";
@@ -352,7 +352,7 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
   x.vec_b = s->aligned16 && (s->b_nk ? s->k : s->n) % 4 == 0 && s->stride_b % 4 == 0 && s->k > 0;
   x.vec_c = s->aligned16 && s->n % 4 == 0 && s->stride_c % 4 == 0;
 
-  LLVMTypeRef params[11];
+  LLVMTypeRef params[19];
   for (int i = 0; i < 3 + s->n_extra; i++) params[i] = x.gptr;
   x.fn = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(x.c), params,
                                                      (unsigned)(3 + s->n_extra), 0));

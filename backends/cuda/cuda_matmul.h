@@ -54,7 +54,7 @@ typedef struct cuda_matmul_spec {
   bool aligned16;           /* the caller promises 16-byte aligned A, B, C (default true);
                                float4 paths also need the row lengths and strides to be
                                multiples of 4 elements */
-  int n_extra;              /* extra buffer parameters for the epilogue, <= 8 */
+  int n_extra;              /* extra buffer parameters for the epilogue, <= 16 */
   cuda_mm_epilogue_fn epilogue;   /* NULL: store the sum */
   void *epilogue_user;
 } cuda_matmul_spec;

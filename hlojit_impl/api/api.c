@@ -180,6 +180,46 @@ hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_
 
 /* ---- buffers -------------------------------------------------------------------------- */
 
+/* The backend that makes this context's buffer storage (backend.h's buffer_alloc: CUDA
+   managed memory, so kernels use the buffer in place and the host reads it through the same
+   pointer), or NULL for the context's allocator: the requested backend, or under AUTO the
+   first of the table, that has buffer_alloc and answers (its per-context state is made
+   here, once; a failure is remembered and the allocator used, the context's error left as
+   it was). */
+static const hlo_backend *api_buffer_backend(hj_ctx_t *ctx, void **state) {
+  *state = NULL;
+  for (int i = 0; hlo_backends[i]; i++) {
+    const hlo_backend *be = hlo_backends[i];
+    if (ctx->opt.backend != HJ_BACKEND_AUTO && ctx->opt.backend != be->kind) continue;
+    if (!be->buffer_alloc || ctx->backend_failed[be->kind]) continue;
+    void **st = &ctx->backend_state[be->kind];
+    if (!*st && be->ctx_create) {
+      hj_status last = ctx->last;
+      char *saved = malloc(sizeof ctx->err);
+      if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
+      if (be->ctx_create(ctx, st) != HJ_OK) ctx->backend_failed[be->kind] = true;
+      ctx->last = last;
+      if (saved) memcpy(ctx->err, saved, sizeof ctx->err);
+      free(saved);
+    }
+    if (*st) {
+      *state = *st;
+      return be;
+    }
+  }
+  return NULL;
+}
+
+/* Before the host touches |b|'s bytes: the backend's buffer_host (CUDA: after the device's
+   work, on the host). */
+static void api_buffer_host(const hj_buffer_t *b) {
+  while (b && b->kind == HJB_VIEW) b = b->base;
+  if (!b || b->mem == HJ_BACKEND_COUNT) return;
+  const hlo_backend *be = hlo_backend_find(b->mem);
+  if (be && be->buffer_host && b->ctx->backend_state[b->mem])
+    be->buffer_host(b->ctx, b->ctx->backend_state[b->mem], b->data, b->nbytes);
+}
+
 hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s,
                          hj_buffer_t **out) {
   *out = NULL;
@@ -191,13 +231,24 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
                    "dim of INT64_MIN)", fn);
   hj_buffer_t *b = hj__alloc(ctx, sizeof *b);
   size_t nb = (size_t)n * hj_dtype_size(t);
-  void *data = b ? hj__alloc(ctx, nb) : NULL;
+  void *bstate = NULL, *data = NULL;
+  const hlo_backend *be = b ? api_buffer_backend(ctx, &bstate) : NULL;
+  if (be) {
+    hj_status st = be->buffer_alloc(ctx, bstate, nb, &data);
+    if (st != HJ_OK) {   /* the backend said why (CUDA: the free memory it has) */
+      hj__free(ctx, b);
+      return st;
+    }
+  } else if (b) {
+    data = hj__alloc(ctx, nb);
+  }
   if (!data) {
     hj__free(ctx, b);
     return hj__err(ctx, HJ_ERR_OOM, "%s: out of memory for %zu bytes", fn, nb);
   }
   memset(b, 0, sizeof *b);
   b->ctx = ctx, b->dtype = t, b->shape = s, b->nbytes = nb, b->data = data, b->kind = HJB_OWNED;
+  b->mem = be ? be->kind : HJ_BACKEND_COUNT;
   atomic_init(&b->refs, 1);
   *out = b;
   return HJ_OK;
@@ -223,7 +274,10 @@ hj_status hj_buffer_from_host(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, const v
   return st;
 }
 
-void *hj_buffer_host_ptr(hj_buffer_t *b) { return b ? b->data : NULL; }
+void *hj_buffer_host_ptr(hj_buffer_t *b) {
+  api_buffer_host(b);
+  return b ? b->data : NULL;
+}
 
 hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes) {
   if (!b) return HJ_ERR_INVALID_ARG;
@@ -231,6 +285,7 @@ hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes)
   if (nbytes < b->nbytes)
     return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_copy_to_host: %zu bytes given, buffer has %zu",
                    nbytes, b->nbytes);
+  api_buffer_host(b);
   memcpy(dst, b->data, b->nbytes);
   return HJ_OK;
 }
@@ -238,6 +293,13 @@ hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes)
 hj_dtype_t hj_buffer_dtype(const hj_buffer_t *b) { return b ? b->dtype : HJ_DTYPE_COUNT; }
 hj_shape_t hj_buffer_shape(const hj_buffer_t *b) { return b ? b->shape : (hj_shape_t){ 0 }; }
 size_t hj_buffer_nbytes(const hj_buffer_t *b) { return b ? b->nbytes : 0; }
+
+void hj__buffer_free_data(hj_buffer_t *b) {
+  const hlo_backend *be = b->mem != HJ_BACKEND_COUNT ? hlo_backend_find(b->mem) : NULL;
+  if (!be) hj__free(b->ctx, b->data);
+  else if (be->buffer_free && b->ctx->backend_state[b->mem])
+    be->buffer_free(b->ctx, b->ctx->backend_state[b->mem], b->data);
+}
 
 hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b) {
   hlo_shape s;
@@ -267,6 +329,7 @@ hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path) {
   if (!b) return HJ_ERR_INVALID_ARG;
   if (!path) return hj__err(b->ctx, HJ_ERR_INVALID_ARG, "hj_buffer_write_npy: path is NULL");
   hlo_shape s = hj__buffer_hlo_shape(b);
+  api_buffer_host(b);
   hlo_literal l = hlo_literal_view(&s, b->data);
   return hlo_npy_write(b->ctx, path, &l);
 }

@@ -16,7 +16,7 @@ struct hj_buffer {
   hj_dtype_t dtype;
   hj_shape_t shape;
   size_t nbytes;
-  void *data;                         /* OWNED: hj__alloc'd, 64-byte aligned */
+  void *data;                         /* OWNED: hj__alloc'd (64-byte aligned) or |mem|'s */
   _Atomic int refs;
   hjb_kind kind;
   bool read_only;
@@ -25,6 +25,10 @@ struct hj_buffer {
   void *map_addr;                     /* MAPPED: munmap(map_addr, map_len) */
   size_t map_len;
   struct hj_buffer *base;             /* VIEW: the buffer viewed (one reference held) */
+  /* OWNED: HJ_BACKEND_COUNT: |data| is from the context's allocator; else the backend whose
+     buffer_alloc made it (backend.h: CUDA managed memory), which frees it. Other kinds:
+     HJ_BACKEND_COUNT (a view follows |base|). */
+  hj_backend_t mem;
 };
 
 /* ---- api.c ---------------------------------------------------------------------------------
@@ -39,6 +43,8 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
    hj__buffer_bytes: bytes |t| and |s| need (elements x size), or -1 with a message naming
    |fn| for a bad dtype, rank or an overflow. */
 void hj__buffer_free(hj_buffer_t *b);
+/* api.c: frees an OWNED buffer's storage where it came from (the allocator or |mem|). */
+void hj__buffer_free_data(hj_buffer_t *b);
 int64_t hj__buffer_bytes(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s);
 hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b);
 const hlo_shape **hj__leaves(const hlo_module *m, bool outputs);

@@ -181,7 +181,7 @@ void hj_buffer_destroy(hj_buffer_t *b) {
 void hj__buffer_free(hj_buffer_t *b) {
   hj_ctx_t *ctx = b->ctx;
   switch (b->kind) {
-  case HJB_OWNED: hj__free(ctx, b->data); break;
+  case HJB_OWNED: hj__buffer_free_data(b); break;
   case HJB_WRAPPED: if (b->release) b->release(b->user, b->data); break;
   case HJB_MAPPED: if (b->map_addr) munmap(b->map_addr, b->map_len); break;
   case HJB_VIEW: hj_buffer_destroy(b->base); break;

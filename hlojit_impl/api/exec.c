@@ -96,13 +96,10 @@ static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, const hj_g
   double t0 = exe_now_ms();
   hj_backend_t kind = ctx->opt.backend;
   const hlo_backend *be = kind == HJ_BACKEND_AUTO ? NULL : hlo_backend_find(kind);
-  if (kind == HJ_BACKEND_CUDA && !be)
-    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "the CUDA backend is not built yet: use HJ_BACKEND_CPU, "
-                   "HJ_BACKEND_INTERP or AUTO");
   if (kind != HJ_BACKEND_AUTO && !be)
     return hj__err(ctx, HJ_ERR_UNSUPPORTED, "the %s backend is not part of this build (HLOJIT_NO_LLVM): "
                    "link build/libhlojit.a or build without HLOJIT_NO_LLVM, or use HJ_BACKEND_INTERP",
-                   kind == HJ_BACKEND_CPU ? "CPU" : "requested");
+                   kind == HJ_BACKEND_CPU ? "CPU" : kind == HJ_BACKEND_CUDA ? "CUDA" : "requested");
   hj_status st = hlo_verify_module(m);
   if (st != HJ_OK) return st;
   if (!m->entry || !m->entry->root)
@@ -339,4 +336,21 @@ hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t
   free(r.copy_in);
   free(r.tmp);
   return st;
+}
+
+/* ---- hj_module_to_ptx: the CUDA backend's code_text (backend.h), no device needed ---------- */
+hj_status hj_module_to_ptx(hj_ctx_t *ctx, hj_module_t *m, const char *arch, char **ptx) {
+  if (!ptx) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_to_ptx: ptx is NULL");
+  *ptx = NULL;
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!m) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_module_to_ptx: module is NULL");
+  const hlo_backend *be = hlo_backend_find(HJ_BACKEND_CUDA);
+  if (!be || !be->code_text)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "hj_module_to_ptx: the CUDA backend is not part of this "
+                   "build (HLOJIT_NO_LLVM)");
+  hj_status st = hlo_verify_module(m);
+  if (st != HJ_OK) return st;
+  if (!m->entry || !m->entry->root)
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "module '%s' has no entry computation", m->name);
+  return be->code_text(ctx, m, arch, ptx);
 }

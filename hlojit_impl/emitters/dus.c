@@ -131,3 +131,11 @@ hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, const hlo_in
   }
   return st;
 }
+
+/* ---- for the GPU dus emitter (gpu_dus.c; gpu_internal.h declares these) -------------------- */
+hj_status emitp_dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero);
+void emitp_dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start);
+hj_status emitp_dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero) {
+  return dus_check(em, fusion, hero);
+}
+void emitp_dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start) { dus_starts(f, hero, start); }

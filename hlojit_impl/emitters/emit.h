@@ -39,11 +39,23 @@
 #include <llvm-c/Core.h>
 
 /* ---- module-wide state ------------------------------------------------------------------ */
+struct emit_module;
+struct emit_gpu_mm;
+
 typedef struct emit_target {
   bool gpu;            /* false: host CPU */
   int vector_bytes;    /* preferred vector register size: 64 (AVX-512), 32 (AVX2), 16 */
   bool has_fma;
   bool has_f16c;       /* hardware half <-> float conversion */
+  /* GPU only (gpu true; see "GPU targets" below): */
+  int gpu_sm;          /* the arch the PTX is for: 80 (sm_80) or 90 (sm_90a) */
+  int gpu_sm_count;    /* multiprocessors of the device (0: unknown; tiling choices) */
+  bool gpu_libdevice;  /* libdevice can be linked: functions the CPU takes from libm become
+                          __nv_* calls; false: fusions needing them are HJ_ERR_UNSUPPORTED */
+  /* The backend's shared-memory tiled matmul generator (backends/cuda/cuda_matmul.c);
+     NULL: matmul fusions take the library (cuBLAS) path only. */
+  hj_status (*gpu_tiled_matmul)(void *ud, struct emit_module *em, struct emit_gpu_mm *mm);
+  void *gpu_ud;
 } emit_target;
 
 typedef struct emit_module {
@@ -166,6 +178,9 @@ typedef struct emit_kernel {
   int64_t parallel_n;       /* the runtime calls kernel(bufs, b, e) over [0, parallel_n) */
   int64_t grain;            /* minimum iterations per chunk */
   struct emit_matmul_plan *matmul;  /* EMIT_KIND_MATMUL: shapes, blocking, symbols (malloc'd) */
+  /* GPU targets: the launch geometry of kernel |name| (threads = grid x block), and the
+     dynamic shared memory it needs (the same for eager launches and graph nodes). */
+  unsigned grid[3], block[3], shared_bytes;
 } emit_kernel;
 /* Emits the kernel(s) of |fusion| into |em| under names starting with |name|.
    HJ_ERR_UNSUPPORTED (with a message) when no emitter takes it: the runtime then falls back
@@ -192,5 +207,47 @@ hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, const hlo_in
                           const char *name, emit_kernel *out);
 hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                              const char *name, emit_kernel *out);
+
+/* ---- GPU targets (emit_target.gpu): the same fusions, GPU thread mappings ----------------
+   emit_fusion and emit_fusion_inplace hand a GPU target's fusions to the GPU emitters
+   (gpu_*.c; gpu_emitter.c has the dispatch): the hero analysis (emit_classify), the elemental
+   emitter and emit_math are the same as on the CPU; only the thread mapping differs.
+
+   GPU kernel ABI: a PTX kernel (LLVMPTXKernelCallConv, launch bound in nvvm.annotations)
+       void NAME(ptr p0, ..., ptr p{n-1}, ptr out0, ..., ptr out{m-1})
+   with the fusion's operand buffers then its output leaves (as the CPU's bufs), every
+   pointer 16-byte aligned (the runtime guarantees it), launched on emit_kernel.grid x
+   .block threads with .shared_bytes of dynamic shared memory. parallel_n is the number of
+   output elements (0: nothing to launch). Names contain no '.' (PTX would spell it _$_).
+
+   Matmul fusions (EMIT_KIND_MATMUL) on a GPU fill emit_kernel.matmul's gpu_* fields
+   (matmul_plan.h): the tiled kernel (made by emit_target.gpu_tiled_matmul, the epilogue
+   fused) and, for the library path, an epilogue kernel applied in place after the gemm. */
+typedef struct emit_gpu_mm_epi {   /* what the tiled matmul's epilogue sees per element */
+  LLVMBuilderRef b;                /* positioned where the value is needed */
+  LLVMValueRef kernel;
+  LLVMValueRef acc;                /* f32: the dot product */
+  LLVMValueRef row, col, batch;    /* i64, row and col clamped into [0,M) x [0,N) */
+  const LLVMValueRef *extra;       /* the kernel's extra pointer parameters */
+  int n_extra;
+} emit_gpu_mm_epi;
+
+typedef struct emit_gpu_mm {       /* a request to emit_target.gpu_tiled_matmul */
+  const char *name;                /* the kernel's symbol */
+  int64_t m, n, k, batch;          /* C[b][M,N] = A[b][M,K] x B[b] */
+  bool b_nk;                       /* B is [N,K] (else [K,N]) */
+  int64_t stride_a, stride_b, stride_c;   /* elements between batch items */
+  int n_extra;                     /* extra pointer parameters after A, B, C (<= 16) */
+  /* straight-line code giving the f32 to store (NULL: the sum) */
+  LLVMValueRef (*epilogue)(void *user, const emit_gpu_mm_epi *a);
+  void *epilogue_user;
+  /* filled by the generator */
+  unsigned grid[3], block[3], shared_bytes;
+  int tile;
+} emit_gpu_mm;
+
+/* gpu_emitter.c: emit_fusion / emit_fusion_inplace for a GPU target. */
+hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
+                          bool dus_inplace, int inplace_operand, emit_kernel *out);
 
 #endif /* HLOJIT_EMIT_H */

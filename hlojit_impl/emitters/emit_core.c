@@ -237,6 +237,15 @@ LLVMValueRef emitp_intrinsic(emit_fn *f, const char *name, LLVMTypeRef *tys, int
 
 static LLVMValueRef emc_call_scalar(emit_fn *f, const char *name, LLVMTypeRef t,
                                     LLVMValueRef *args, int nargs) {
+  char nv[64];
+  if (f->em->target.gpu) {   /* a GPU has no libm: libdevice's function of the same name */
+    if (!f->em->target.gpu_libdevice) {
+      emit_fail(f, HJ_ERR_UNSUPPORTED, "'%s' on the GPU needs libdevice (CUDA toolkit), not found", name);
+      return LLVMGetUndef(t);
+    }
+    snprintf(nv, sizeof nv, "__nv_%s", name);
+    name = nv;
+  }
   LLVMTypeRef ps[4] = { t, t, t, t };
   LLVMTypeRef ft = LLVMFunctionType(t, ps, (unsigned)nargs, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(f->em->mod, name);

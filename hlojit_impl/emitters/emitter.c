@@ -175,6 +175,7 @@ void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
 
 hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
                       bool dus_inplace, emit_kernel *out) {
+  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_inplace, -1, out);   /* gpu_emitter.c */
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   const hlo_instr *hero = NULL;

@@ -277,6 +277,7 @@ hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char 
 
 hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
                               bool dus_inplace, int inplace_operand, emit_kernel *out) {
+  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_inplace, inplace_operand, out);
   if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_inplace, out);
   const hlo_instr *hero = NULL;
   memset(out, 0, sizeof *out);

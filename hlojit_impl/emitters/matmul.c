@@ -597,3 +597,21 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
 }
 
 #undef EMM_MAX_ACC
+
+/* ---- for the GPU matmul emitter (gpu_matmul.c; gpu_internal.h declares it) -------------------
+   The same acceptance as emit_matmul_fusion: fills |p|'s shape and buffer fields; NULL, or
+   why the fusion is not a matmul this emitter takes. *epi: the root is an epilogue. */
+const char *emitp_matmul_check(const hlo_instr *fusion, const hlo_instr *dot,
+                               struct emit_matmul_plan *p, bool *epi);
+const char *emitp_matmul_check(const hlo_instr *fusion, const hlo_instr *dot,
+                               struct emit_matmul_plan *p, bool *epi) {
+  *epi = false;
+  if (!dot || dot->op != HLO_OP_DOT || fusion->ncalls < 1 || !fusion->calls[0]) return "the hero is not a dot";
+  const char *why = emx_check_dot(dot, p);
+  if (!why) why = emx_check_root(fusion->calls[0], dot, epi);
+  p->lhs_buf = emx_param_of(dot->operands[0]);
+  p->rhs_buf = emx_param_of(dot->operands[1]);
+  if (!why && (p->lhs_buf < 0 || p->rhs_buf < 0)) why = "an operand is computed inside the fusion";
+  p->out_buf = (int)arrlen(fusion->calls[0]->params);
+  return why;
+}

@@ -52,6 +52,16 @@ struct emit_matmul_plan {
   emm_ukr_fn ukr[2];
   emm_gemv_fn gemv;
   emm_epi_fn epi;
+  /* GPU targets (emit.h, "GPU targets"; gpu_matmul.c). Two ways to run it, chosen by the
+     backend per shape: the tiled kernel (A, B, C then the fusion's operands as extra
+     parameters, the epilogue fused), or a library gemm into C followed, when there is an
+     epilogue, by the epilogue kernel epi_name (GPU kernel ABI, rewrites C in place). */
+  bool gpu;
+  char gpu_tiled_name[112];      /* "" when the tiled kernel could not be made */
+  unsigned gpu_grid[3], gpu_block[3], gpu_shared;
+  int gpu_tile;
+  int gpu_n_extra;               /* extra parameter i is bufs[i] (the fusion's operands) */
+  unsigned gpu_epi_grid[3], gpu_epi_block[3];   /* the epilogue kernel's launch */
 };
 
 /* Frees a plan made by emit_matmul_fusion (NULL is fine). Defined in matmul.c and called by

@@ -808,6 +808,49 @@ hj_status emit_reduction_fusion(emit_module *em, const hlo_instr *fusion, const 
   return st;
 }
 
+/* ---- for the GPU reduction emitter (reduction_plan.h) ------------------------------------ */
+#include "reduction_plan.h"
+
+hj_status emitp_red_plan_make(emit_module *em, const hlo_instr *fusion, emitp_red_plan *out) {
+  memset(out, 0, sizeof *out);
+  if (fusion->ncalls < 1 || !fusion->calls[0])
+    return hj__err(em->ctx, HJ_ERR_INVALID_ARG, "reduction emitter: fusion '%s' has no computation", fusion->name);
+  _Static_assert(RED_MAX_HEROES == EMITP_RED_MAX_HEROES && RED_MAX_N == EMITP_RED_MAX_N &&
+                 RED_MAX_OV == EMITP_RED_MAX_OV, "reduction_plan.h mirrors reduction.c's limits");
+  _Static_assert((int)RED_LEAF_DIRECT == (int)EMITP_LEAF_DIRECT && (int)RED_LEAF_KEPT == (int)EMITP_LEAF_KEPT &&
+                 (int)RED_LEAF_INPUT == (int)EMITP_LEAF_INPUT && (int)RED_LEAF_FULL == (int)EMITP_LEAF_FULL,
+                 "reduction_plan.h mirrors reduction.c's leaf kinds");
+  red_plan *p = calloc(1, sizeof *p);
+  if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "reduction emitter: out of memory");
+  hj_status st = red_analyse(em, fusion, p);
+  if (st == HJ_OK) {
+    out->nh = p->nh;
+    for (int h = 0; h < p->nh; h++) {
+      emitp_red_hero *g = &out->h[h];
+      g->ins = p->h[h].ins;
+      g->n = p->h[h].n;
+      memcpy(g->reduced, p->h[h].reduced, sizeof g->reduced);
+      g->K = p->h[h].K;
+      memcpy(g->types, p->h[h].types, sizeof g->types);
+      g->deps = p->h[h].deps;
+      g->row = red_is_row(&p->h[h]);
+      out->order[h] = p->order[h];
+    }
+    out->nleaves = p->nleaves;
+    for (int i = 0; i < p->nleaves; i++) {
+      const red_leaf *l = &p->leaf[i];
+      out->leaf[i] = (emitp_red_leaf){ l->ins, (emitp_leaf_kind)l->kind, l->hero, l->k, l->type, l->shape };
+    }
+    out->nov = p->nov;
+    for (int i = 0; i < p->nov; i++) out->ov[i] = p->ov[i], out->ov_hero[i] = p->ov_hero[i], out->ov_k[i] = p->ov_k[i];
+    out->kept = p->kept;
+    out->column = p->column;
+    out->full = p->full;
+  }
+  free(p);
+  return st;
+}
+
 #undef RED_MAX_HEROES
 #undef RED_MAX_N
 #undef RED_MAX_LANES

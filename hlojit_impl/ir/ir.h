@@ -271,6 +271,8 @@ struct hj_ctx {
   char err[4096];
   void *backend_state[HJ_BACKEND_COUNT];
   char backend_note[512];
+  /* a backend's ctx_create failed when buffers asked for it (api.c): not retried there */
+  bool backend_failed[HJ_BACKEND_COUNT];
 };
 
 /* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */

@@ -461,6 +461,9 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     t->parallel_n = k.parallel_n;
     t->grain = k.grain;
     t->matmul = k.matmul;
+    memcpy(t->grid, k.grid, sizeof t->grid);     /* GPU targets: the launch geometry */
+    memcpy(t->block, k.block, sizeof t->block);
+    t->shared_bytes = k.shared_bytes;
     if (k.matmul) arrput(x->matmuls, k.matmul);
     rtc_count(&x->stats, k.kind);
     x->stats.kernels_distinct++;

@@ -123,6 +123,9 @@ typedef struct th_thunk {
   int64_t scratch;               /* WHILE: arena offset of next state + pred */
   void **bufs;                   /* KERNEL/MATMUL: pointer table reused by every run */
   int64_t prof_calls, prof_ns;   /* runs and time of this thunk while profiling */
+  /* KERNEL on a GPU target: the launch geometry the emitter chose (emit_kernel's), the same
+     for eager launches and graph nodes */
+  unsigned grid[3], block[3], shared_bytes;
 } th_thunk;
 
 struct th_program {
@@ -143,6 +146,12 @@ typedef struct th_runtime {
   hj_status (*matmul)(void *ud, const th_thunk *t, void **bufs);
   int64_t iterations;            /* while iterations run (statistics) */
   bool profile;                  /* time each thunk into its prof_* counters */
+  /* Optional, for backends whose kernels run asynchronously on another device (CUDA):
+     host_sync runs before the runtime touches buffer data on the calling thread (an
+     evaluator thunk, a while predicate, a conditional's selector), so that what the
+     device wrote is there; copy replaces memcpy for copy thunks (NULL: memcpy). */
+  hj_status (*host_sync)(void *ud);
+  hj_status (*copy)(void *ud, void *dst, const void *src, size_t bytes);
 } th_runtime;
 
 /* Allocates the arena and the constant copies of |p| (after its plan is made). */

@@ -107,6 +107,10 @@ static void *th_arg_data(const void *ud, int k) {
 
 static hj_status th_eval(th_runtime *rt, const th_frame *f, const th_thunk *t) {
   const hlo_instr *ins = t->ins;
+  if (rt->host_sync) {   /* the device's writes first (th_runtime.host_sync) */
+    hj_status hs = rt->host_sync(rt->ud);
+    if (hs != HJ_OK) return hs;
+  }
   void **scratch = NULL;
   hlo_literal **args = NULL, *res = NULL;
   const hlo_literal **lv = NULL;
@@ -151,14 +155,20 @@ static hj_status th_while(th_runtime *rt, const th_frame *f, const th_thunk *t) 
     next[i] = scr + off;
     off += (t->outs[i].bytes + 63) / 64 * 64;
     void *src = th_ptr(f, &t->args[i]);
-    if (src && state[i] && src != state[i] && t->outs[i].bytes) memcpy(state[i], src, (size_t)t->outs[i].bytes);
+    if (src && state[i] && src != state[i] && t->outs[i].bytes)
+      st = rt->copy ? rt->copy(rt->ud, state[i], src, (size_t)t->outs[i].bytes)
+                    : (memcpy(state[i], src, (size_t)t->outs[i].bytes), HJ_OK);
   }
   while (st == HJ_OK) {
     void *po = pred;
-    if ((st = th_program_run(rt, t->sub[0], state, &po)) != HJ_OK || !*pred) break;
+    if ((st = th_program_run(rt, t->sub[0], state, &po)) != HJ_OK) break;
+    if (rt->host_sync && (st = rt->host_sync(rt->ud)) != HJ_OK) break;
+    if (!*pred) break;
     if ((st = th_program_run(rt, t->sub[1], state, next)) != HJ_OK) break;
-    for (int i = 0; i < n; i++)
-      if (state[i] && t->outs[i].bytes) memcpy(state[i], next[i], (size_t)t->outs[i].bytes);
+    for (int i = 0; i < n && st == HJ_OK; i++)
+      if (state[i] && t->outs[i].bytes)
+        st = rt->copy ? rt->copy(rt->ud, state[i], next[i], (size_t)t->outs[i].bytes)
+                      : (memcpy(state[i], next[i], (size_t)t->outs[i].bytes), HJ_OK);
     rt->iterations++;
   }
   free(state);
@@ -168,6 +178,10 @@ static hj_status th_while(th_runtime *rt, const th_frame *f, const th_thunk *t) 
 
 static hj_status th_cond(th_runtime *rt, const th_frame *f, const th_thunk *t) {
   const hlo_instr *sel = t->ins->operands[0];
+  if (rt->host_sync) {   /* the selector may come from the device */
+    hj_status hs = rt->host_sync(rt->ud);
+    if (hs != HJ_OK) return hs;
+  }
   const void *sp = th_ptr(f, &t->args[0]);
   int nb = (int)arrlen(t->sub), b;
   if (sel->shape.type == HLO_PRED) {
@@ -216,7 +230,9 @@ hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *c
       break;
     case TH_COPY: {
       void *src = th_ptr(&f, &t->args[0]), *dst = th_ptr(&f, &t->outs[0]);
-      if (src && dst && src != dst && t->outs[0].bytes) memcpy(dst, src, (size_t)t->outs[0].bytes);
+      if (src && dst && src != dst && t->outs[0].bytes)
+        st = rt->copy ? rt->copy(rt->ud, dst, src, (size_t)t->outs[0].bytes)
+                      : (memcpy(dst, src, (size_t)t->outs[0].bytes), HJ_OK);
       break;
     }
     case TH_EVAL: st = th_eval(rt, &f, t); break;

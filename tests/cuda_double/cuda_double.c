@@ -44,7 +44,7 @@ typedef struct dbl_func {
   int max_dynamic_shared;
 } dbl_func;
 
-struct CUmod_st { int nfuncs; dbl_func funcs[64]; };
+struct CUmod_st { int nfuncs; dbl_func funcs[512]; };
 struct CUctx_st { int unused; };
 
 typedef struct dbl_node {
@@ -387,7 +387,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int no
   if (r == CUDA_SUCCESS) {
     m = calloc(1, sizeof *m);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-    for (const char *p = ptx; (p = strstr(p, ".entry ")) && m->nfuncs < 64;) {
+    for (const char *p = ptx; (p = strstr(p, ".entry ")) && m->nfuncs < 512;) {
       p += 7;
       dbl_func *f = &m->funcs[m->nfuncs++];
       size_t n = strcspn(p, " \t\n(");

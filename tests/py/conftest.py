@@ -20,7 +20,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
-HLOJIT = BUILD / "hlojit"
+HLOJIT = pathlib.Path(os.environ.get("HLOJIT_BIN", BUILD / "hlojit"))
 HLOJIT_ASAN = BUILD / "asan" / "hlojit"
 JAX_FIXTURES = REPO / "tests" / "fixtures" / "jax"
 # The backend the conformance suites run on (`make test-py-cpu` sets cpu): interp (the
@@ -98,3 +98,44 @@ def hlojit_asan(hlojit_asan_bin):
         return r
 
     return run
+
+
+# ---- HLOJIT_BACKEND=cuda (make test-gpu): skipped, saying why, without a usable GPU ------------
+
+_CUDA_PROBE = """HloModule probe
+ENTRY main {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] add(x, x)
+}
+"""
+
+
+def cuda_unavailable():
+    """None when `hlojit run --backend cuda` works here; else why not (no driver, no device,
+    or the CUDA test double, which runs no kernels, unless HLOJIT_GPU_TEST_ON_DOUBLE=1 asks
+    for a dry run of the tests themselves)."""
+    lib = os.environ.get("HLOJIT_LIBCUDA", "")
+    if "cuda_double" in lib and not os.environ.get("HLOJIT_GPU_TEST_ON_DOUBLE"):
+        return "no CUDA device: HLOJIT_LIBCUDA=%s is the CUDA test double, which runs no kernels" % lib
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d) / "probe.hlo"
+        p.write_text(_CUDA_PROBE)
+        try:
+            r = subprocess.run([str(HLOJIT), "run", str(p), "--backend", "cuda", "--random-inputs", "1"],
+                               capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return "cannot run %s: %s" % (HLOJIT, e)
+    if r.returncode != 0:
+        return (r.stderr.strip().splitlines() or ["hlojit run --backend cuda failed"])[-1]
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if BACKEND != "cuda":
+        return
+    why = cuda_unavailable()
+    if why:
+        mark = pytest.mark.skip(reason="HLOJIT_BACKEND=cuda: " + why)
+        for item in items:
+            item.add_marker(mark)

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh — the CUDA backend's GPU check in one command, one report, under 8
+# minutes on one GPU: builds (or unpacks a prebuilt bundle), runs `make test-gpu` (the GPU
+# tests: every op test, JAX fixture and corpus module on CUDA against their references, and
+# the C GPU tests) and the GPU benchmark (bench_gpu: tiled matmul vs cuBLAS, a fusion vs a
+# device copy, a GPT-2 block with graphs vs plain launches), and writes a summary report.
+#
+#   tools/gpu_check.sh [--dry-run] [--report FILE] [--bundle FILE.tar.xz] [--jobs N]
+#
+# Binaries, first that applies:
+#   --bundle FILE, or build/gpu-bundle.tar.xz when this machine has no LLVM 19: unpacked to
+#     /tmp/hlojit-gpu-bundle (`make gpu-bundle` makes it, on the build machine: libhlojit.so
+#     with LLVM linked in statically, the programs, the shared HLO corpus; ~15 MB, carried
+#     to the GPU machine as an ignored path);
+#   else a build here: make -j all + the GPU test programs + bench_gpu (needs llvm-19-dev).
+# --dry-run: the same script end to end without a GPU, on the CUDA test double
+#   (tests/cuda_double, which runs no kernels): the GPU tests in their dry-run mode (every
+#   result must be caught as wrong), a few Python op tests on the double (they must fail),
+#   the benchmark once at small sizes (figures meaningless); the report says DRY RUN.
+# Environment it sets when unset: HLOJIT_LIBCUBLAS (libcublas.so.13/.12 from the toolkit or
+#   the nvidia-cublas wheel if the loader cannot find one), HLOJIT_CORPUS (the bundle's copy
+#   when ../shared/hlo-corpus is not there), PY (python3 with numpy, ml_dtypes and pytest).
+# Exit status 0 when every step passed. Each step has a time limit (the whole stays under 8
+# minutes: build 150 s, C GPU tests 150 s, Python suites 200 s, benchmark 150 s) and the
+# report says which step failed or ran out of time.
+set -u
+DRY=0
+REPORT=""
+BUNDLE=""
+JOBS=$(nproc 2>/dev/null || echo 4)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) DRY=1 ;;
+    --report) REPORT="$2"; shift ;;
+    --report=*) REPORT="${1#--report=}" ;;
+    --bundle) BUNDLE="$2"; shift ;;
+    --bundle=*) BUNDLE="${1#--bundle=}" ;;
+    --jobs) JOBS="$2"; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO" || exit 2
+OUTDIR=${OUT:-$REPO/build}
+mkdir -p "$OUTDIR"
+REPORT=${REPORT:-$OUTDIR/gpu_report.txt}
+mkdir -p "$(dirname "$REPORT")"
+LOG=${REPORT%.txt}.log
+: > "$REPORT"
+: > "$LOG"
+T0=$(date +%s)
+FAILED=""
+
+say() { echo "$*" | tee -a "$REPORT"; }
+# step NAME LIMIT_S CMD...: runs CMD with its output in the log (and on stdout), records
+# pass/fail/timeout and the time in the report.
+step() {
+  local name=$1 limit=$2; shift 2
+  local t=$(date +%s)
+  echo "=== $name: $*" >> "$LOG"
+  timeout --kill-after=10 "$limit" "$@" > >(tee -a "$LOG") 2>&1
+  local rc=$?
+  local dt=$(( $(date +%s) - t ))
+  if [ $rc -eq 0 ]; then say "  $name: PASSED (${dt} s)"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then say "  $name: TIMED OUT after ${limit} s"; FAILED="$FAILED $name"
+  else say "  $name: FAILED (exit $rc, ${dt} s; see $(basename "$LOG"))"; FAILED="$FAILED $name"; fi
+  return $rc
+}
+
+say "hlojit GPU check$([ $DRY = 1 ] && echo ' -- DRY RUN on the CUDA test double (no GPU; figures meaningless)')"
+say "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); host: $(uname -srm); $(nproc 2>/dev/null) CPUs; git: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+if command -v nvidia-smi > /dev/null 2>&1; then
+  say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+else
+  say "GPU: no nvidia-smi here"
+fi
+
+# ---- Python ------------------------------------------------------------------------------------
+if [ -z "${PY:-}" ]; then
+  for p in "$REPO/.venv/bin/python" python3; do
+    if "$p" -c 'import numpy, ml_dtypes, pytest' > /dev/null 2>&1; then PY=$p; break; fi
+  done
+fi
+if [ -z "${PY:-}" ]; then say "python: none with numpy, ml_dtypes and pytest: the Python suites will fail"; PY=python3; fi
+export PY
+say "python: $PY ($("$PY" --version 2>&1)); pytest-xdist: $("$PY" -c 'import xdist; print(xdist.__version__)' 2>/dev/null || echo none)"
+
+# ---- binaries ------------------------------------------------------------------------------------
+BIN=""
+if [ $DRY = 0 ] && [ -z "$BUNDLE" ] && ! command -v llvm-config-19 > /dev/null 2>&1 && [ -f build/gpu-bundle.tar.xz ]; then
+  BUNDLE=build/gpu-bundle.tar.xz
+fi
+say "steps:"
+if [ -n "$BUNDLE" ]; then
+  rm -rf /tmp/hlojit-gpu-bundle && mkdir -p /tmp/hlojit-gpu-bundle
+  if step unpack-bundle 60 tar -C /tmp/hlojit-gpu-bundle -xJf "$BUNDLE"; then
+    BIN=/tmp/hlojit-gpu-bundle/gpu-bundle/bin
+    if ! "$BIN/hlojit" --version >> "$LOG" 2>&1; then
+      say "  the bundle's hlojit does not run here: $("$BIN/hlojit" --version 2>&1 | head -2 | tr '\n' ' ')"
+      FAILED="$FAILED bundle"
+      BIN=""
+    fi
+    if [ -z "${HLOJIT_CORPUS:-}" ] && [ ! -d "$REPO/../shared/hlo-corpus" ] && [ -d /tmp/hlojit-gpu-bundle/gpu-bundle/corpus ]; then
+      export HLOJIT_CORPUS=/tmp/hlojit-gpu-bundle/gpu-bundle/corpus
+    fi
+  fi
+else
+  if step build 150 make -j"$JOBS" all build/tests/test_cuda_gpu_matmul build/tests/test_cuda_gpu_modules \
+      build/bench/bench_gpu build/tests/libcuda_double.so; then
+    BIN=$REPO/build/tests
+    mkdir -p build/gpu-bin
+    ln -sf "$REPO/build/hlojit" build/gpu-bin/hlojit
+    for f in test_cuda_gpu_matmul test_cuda_gpu_modules libcuda_double.so; do ln -sf "$REPO/build/tests/$f" build/gpu-bin/$f; done
+    ln -sf "$REPO/build/bench/bench_gpu" build/gpu-bin/bench_gpu
+    BIN=$REPO/build/gpu-bin
+  fi
+fi
+
+# ---- cuBLAS ---------------------------------------------------------------------------------------
+if [ $DRY = 1 ]; then
+  export HLOJIT_LIBCUDA=$BIN/libcuda_double.so HLOJIT_LIBCUBLAS=$BIN/libcuda_double.so
+  say "driver: the CUDA test double ($HLOJIT_LIBCUDA)"
+elif [ -z "${HLOJIT_LIBCUBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep -qE 'libcublas\.so\.1[23]'; then
+  for c in /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda/lib64/libcublas.so.12 \
+           $("$PY" -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null)/libcublas.so.1[23] \
+           /opt/torch/.venv/lib/python3*/site-packages/nvidia/cublas/lib/libcublas.so.1[23] \
+           /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcublas.so.1[23]; do
+    if [ -f "$c" ]; then export HLOJIT_LIBCUBLAS=$c; break; fi
+  done
+fi
+[ $DRY = 0 ] && say "cuBLAS: ${HLOJIT_LIBCUBLAS:-libcublas.so.13 or .12 from the loader path}"
+say "corpus: ${HLOJIT_CORPUS:-$REPO/../shared/hlo-corpus}"
+
+# ---- tests and benchmark ---------------------------------------------------------------------------
+if [ -n "$BIN" ]; then
+  # a dry run drives the very same targets and programs, told that they run on the double
+  [ $DRY = 1 ] && export HLOJIT_GPU_TEST_ON_DOUBLE=1 HLOJIT_CUDA_GEMM=tiled HLOJIT_BENCH_DRY=1
+  step test-gpu-c 150 make --no-print-directory test-gpu-c PY="$PY" GPU_TEST_BIN="$BIN"
+  if [ $DRY = 1 ]; then
+    # the Python suites on the double must fail (no kernel runs): they can catch a wrong result
+    make --no-print-directory test-gpu-python PY="$PY" GPU_HLOJIT="$BIN/hlojit" GPU_JOBS="$JOBS" \
+      GPU_PYTEST_ARGS='-x -k "binary_numpy and add and f32"' >> "$LOG" 2>&1
+    if [ $? -ne 0 ] && grep -q "1 failed" "$LOG"; then say "  test-gpu-python: PASSED (an op test failed on the double, as it must)"
+    else say "  test-gpu-python: FAILED (no failure on the double: a wrong result went unnoticed)"; FAILED="$FAILED test-gpu-python"; fi
+  else
+    step test-gpu-python 200 make --no-print-directory test-gpu-python PY="$PY" GPU_HLOJIT="$BIN/hlojit" GPU_JOBS="$JOBS"
+  fi
+  step bench-gpu 150 env HLOJIT_TEST_DATA=tests "$BIN/bench_gpu"
+fi
+
+# ---- summary -----------------------------------------------------------------------------------------
+say "results:"
+grep -hE "^matmul |^elementwise |^GPT-2 block|^== bench_gpu" "$LOG" | sed 's/^/  /' | tee -a "$REPORT" > /dev/null
+grep -hE "on the GPU: [0-9]+ modules|passed|failed|skipped|SKIPPED|FAILED  \]" "$LOG" | grep -vE "^=== " | \
+  grep -E "modules|[0-9]+ (passed|failed|skipped)|FAILED  \]" | sed 's/^/  /' | tail -30 | tee -a "$REPORT" > /dev/null
+TOTAL=$(( $(date +%s) - T0 ))
+if [ -z "$FAILED" ] && [ -n "$BIN" ]; then
+  say "== gpu_check: PASSED in ${TOTAL} s$([ $TOTAL -gt 480 ] && echo ' (over the 8-minute budget)')$([ $DRY = 1 ] && echo ' (dry run)')"
+  exit 0
+fi
+say "== gpu_check: FAILED:${FAILED:- no binaries} (${TOTAL} s); the full output is in $LOG"
+exit 1
