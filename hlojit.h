@@ -728,7 +728,8 @@ bool hj_buffer_is_read_only(const hj_buffer_t *b);
 
    At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
    - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
-     to in[i] with one more reference (destroy both handles, or neither);
+     to in[i] with one more reference (destroy both handles, or neither); where the pair
+     differs in dtype or shape, to a view of in[i] with the output's (hj_buffer_view);
    - another writable buffer of the output's shape: in[i] is copied into it first (once)
      and the run updates that copy; in[i] is left as it was.
    A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only

@@ -25,20 +25,14 @@
 #include <unistd.h>
 
 int64_t hj__buffer_bytes(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s) {
-  if ((unsigned)t >= HJ_DTYPE_COUNT || s.rank < 0 || s.rank > HJ_MAX_RANK) {
-    hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: invalid dtype %d or rank %d", fn, (int)t, s.rank);
+  /* the shapes every other buffer and graph takes (no INT64_MIN to negate, at most 2^53
+     elements), so the byte count below cannot overflow */
+  const char *why = hj__shape_problem(t, s);
+  if (why) {
+    hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: dtype %d and rank %d make no buffer shape: %s", fn, (int)t, s.rank, why);
     return -1;
   }
-  int64_t n = (int64_t)hj_dtype_size(t), lim = INT64_MAX / 8;
-  for (int i = 0; i < s.rank; i++) {
-    int64_t d = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
-    if (d > 0 && n > lim / d) {
-      hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large", fn);
-      return -1;
-    }
-    n *= d;
-  }
-  return n;
+  return hj_shape_numel(s) * (int64_t)hj_dtype_size(t);
 }
 
 /* The struct of a buffer of |t|, |s| over |data| (one reference). */
@@ -113,8 +107,11 @@ hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, h
   char what[4200];
   snprintf(what, sizeof what, "'%.4000s' from offset %llu", path, (unsigned long long)offset);
   int64_t need = 0;
+  if (st == HJ_OK && offset > fsize)   /* even for an empty region: it starts nowhere */
+    st = hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: offset %llu is past the end of '%s' (%llu bytes)", fn,
+                 (unsigned long long)offset, path, (unsigned long long)fsize);
   if (st == HJ_OK)
-    st = hjb_check(ctx, fn, t, s, (uintptr_t)offset, offset > fsize ? 0 : fsize - offset, what, &need);
+    st = hjb_check(ctx, fn, t, s, (uintptr_t)offset, fsize - offset, what, &need);
   void *addr = NULL;
   size_t len = 0, page = (size_t)sysconf(_SC_PAGESIZE);
   uint64_t start = offset / page * page;
@@ -152,9 +149,11 @@ hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shap
   if (!base) return HJ_ERR_INVALID_ARG;
   char what[96];
   snprintf(what, sizeof what, "the base buffer from byte %zu", offset);
+  if (offset > base->nbytes)   /* even for an empty view: data + offset would point nowhere */
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: offset %zu is past the end of the base buffer (%zu bytes)", fn,
+                   offset, base->nbytes);
   int64_t need;
-  uint64_t have = offset > base->nbytes ? 0 : base->nbytes - offset;
-  hj_status st = hjb_check(ctx, fn, t, s, (uintptr_t)base->data + offset, have, what, &need);
+  hj_status st = hjb_check(ctx, fn, t, s, (uintptr_t)base->data + offset, base->nbytes - offset, what, &need);
   if (st != HJ_OK) return st;
   hj_buffer_t *root = base->kind == HJB_VIEW ? base->base : base;
   hj_buffer_t *b = hjb_new(ctx, t, s, (uint8_t *)base->data + offset, (size_t)need, HJB_VIEW);

@@ -440,7 +440,12 @@ static hj_tensor_t bld_param(hj_graph_t *g, const char *op, const hlo_shape *s, 
   hlo_instr *ins = hj__op_begin(g, op, HLO_OP_PARAMETER, s, NULL, 0);
   if (!ins) return bld_poison(g);
   snprintf(full, sizeof full, "%s.%d", bld_ident(name, "p", id, sizeof id), ins->id);
-  ins->name = hlo_strdup(g->m, full);
+  char *nm = hlo_strdup(g->m, full);
+  if (!nm) {
+    bld_drop(g, ins);
+    return hj__graph_fail(g, HJ_ERR_OOM, "%s: out of memory", op);
+  }
+  ins->name = nm;
   ins->index = g->nparams++;
   arrput(g->comp->params, ins);
   hj__graph_name_param(g, ins->index, name);

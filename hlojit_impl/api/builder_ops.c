@@ -615,7 +615,7 @@ hj_tensor_t hj_dim_size(hj_tensor_t x, int dim) {
   hlo_instr *a;
   char b0[128];
   if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
-  int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : -1, d = dim < 0 ? dim + r : dim;
+  int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : 0, d = dim < 0 ? dim + r : dim;   /* a tuple: none */
   if (d < 0 || d >= r)
     return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: dim %d out of range for %s", op, dim,
                           hlo_shape_str(&a->shape, b0, sizeof b0));

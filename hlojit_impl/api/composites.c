@@ -397,8 +397,8 @@ hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n) {
 
 hj_status hj_unpack(hj_tensor_t t, hj_tensor_t *out, int n) {
   hj_graph_t *g = t.graph;
+  for (int i = 0; out && i < n; i++) out[i] = g ? cmp_poison(g) : HJ_NONE;   /* never left unset */
   if (!g) return HJ_ERR_INVALID_ARG;
-  for (int i = 0; out && i < n; i++) out[i] = cmp_poison(g);
   if (!out || n < 0) {
     hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_unpack: NULL out or n %d", n);
     return HJ_ERR_INVALID_ARG;

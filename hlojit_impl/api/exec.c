@@ -13,7 +13,8 @@
    given is settled, so that the backend sees shared memory only where the module declares
    it (backend.h):
      - an aliased pair (output k, input i) gets ONE pointer: in[i]'s when out[k] is in[i]
-       (in place), else out[k]'s, into which in[i] is copied first;
+       (in place; a NULL out[k] becomes in[i], or a view of it when the pair differs in
+       dtype or shape), else out[k]'s, into which in[i] is copied first;
      - an output whose memory overlaps any input it does not alias, or another output, is
        computed into a temporary (an aliased one starting from a copy of its input) and
        copied into the caller's buffer after the run.
@@ -255,9 +256,14 @@ static hj_status exe_plan_outputs(hj_exec_t *e, exe_run *r, hj_buffer_t **out) {
   for (int i = 0; i < n; i++) r->ip[i] = r->full[i]->data;
   for (int k = 0; k < nout && st == HJ_OK; k++) {
     int a = e->alias_in[k];
-    if (!out[k] && a >= 0 && !r->full[a]->read_only) {
+    if (!out[k] && a >= 0 && !r->full[a]->read_only && hj__buffer_fits(r->full[a], e->outs[k])) {
       out[k] = hj_buffer_retain(r->full[a]);
       r->retained[k] = true;
+    } else if (!out[k] && a >= 0 && !r->full[a]->read_only) {
+      /* an alias between leaves of one byte size but another dtype or shape: the output is
+         the input's memory under the output's dtype and shape (a view holding a reference) */
+      st = hj_buffer_view(r->full[a], 0, (hj_dtype_t)e->outs[k]->type, hj__shape_from_hlo(e->outs[k]), &out[k]);
+      r->made[k] = st == HJ_OK;
     } else if (!out[k]) {
       st = hj__buffer_new(e->ctx, "hj_exec_run", (hj_dtype_t)e->outs[k]->type,
                           hj__shape_from_hlo(e->outs[k]), &out[k]);

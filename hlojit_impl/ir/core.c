@@ -323,6 +323,11 @@ hlo_module *hlo_module_new(hj_ctx_t *ctx, const char *name) {
   m->ctx = ctx;
   hlo_arena_init(&m->arena, ctx);
   m->name = hlo_strdup(m, name ? name : "module");
+  if (!m->name) {   /* the arena's first block: a module without a name prints as no module */
+    hlo_module_free(m);
+    hj__err(ctx, HJ_ERR_OOM, "out of memory creating module");
+    return NULL;
+  }
   return m;
 }
 
@@ -377,9 +382,22 @@ hlo_comp *hlo_comp_new(hlo_module *m, const char *name) {
     return NULL;
   }
   c->name = hlo_strdup(m, name);
+  if (!c->name) {   /* a nameless computation would print as "(null)" and break look-ups */
+    hj__err(m->ctx, HJ_ERR_OOM, "out of memory creating computation");
+    return NULL;
+  }
   c->module = m;
   arrput(m->comps, c);
   return c;
+}
+
+/* Did hlo_shape_dup lose a tuple's elements (its arena allocation failed)? */
+static bool core_dup_lost(const hlo_shape *src, const hlo_shape *dup) {
+  if (src->type != HLO_TUPLE) return false;
+  if (dup->ntuple != src->ntuple) return true;
+  for (int i = 0; i < src->ntuple; i++)
+    if (core_dup_lost(&src->tuple[i], &dup->tuple[i])) return true;
+  return false;
 }
 
 hlo_comp *hlo_module_find_comp(const hlo_module *m, const char *name) {
@@ -403,7 +421,9 @@ hlo_instr *hlo_instr_new(hlo_comp *c, hlo_opcode op, const char *name, const hlo
     snprintf(buf, sizeof buf, "%s.%d", hlo_opcode_name(op), ins->id);
     ins->name = hlo_strdup(m, buf);
   }
+  if (!ins->name) goto oom;
   if (shape) ins->shape = hlo_shape_dup(m, shape);
+  if (shape && core_dup_lost(shape, &ins->shape)) goto oom;
   if (noperands > 0) {
     ins->operands = hlo_alloc(m, sizeof(hlo_instr *) * (size_t)noperands);
     if (!ins->operands) goto oom;
@@ -703,7 +723,7 @@ bool hlo_window_dim(int64_t dim, int64_t size, int64_t stride, int64_t lo, int64
   int64_t base, win, edges;
   if (size < 1 || stride < 1 || !core_dilated(dim, base_dil, &base) ||
       !core_dilated(size, win_dil, &win) || !hlo_add_ok(lo, hi, &edges) ||
-      !hlo_add_ok(base, edges, &base))
+      !hlo_add_ok(base, edges, &base) || base < 0)   /* XLA: the padded bound is >= 0 */
     return false;
   *out = win > base ? 0 : (base - win) / stride + 1;   /* base - win >= 0: no overflow */
   return true;

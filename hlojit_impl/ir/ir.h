@@ -355,7 +355,8 @@ bool hlo_same_dims(const hlo_shape *a, const hlo_shape *b);
    position of i0 (0 when empty). Exact for every lo (computed in 128 bits).
    hlo_window_dim: the reduce-window output size of one dim: bound = lo + dilated(dim,
    base_dil) + hi, win = dilated(size, win_dil), out = bound < win ? 0 : (bound - win) /
-   stride + 1 (dilated(b, d) = b == 0 ? 0 : (b - 1) * d + 1); false on overflow. */
+   stride + 1 (dilated(b, d) = b == 0 ? 0 : (b - 1) * d + 1); false on overflow or a
+   negative bound (negative pads that eat more than the dim: XLA's StridedBound refuses it). */
 #define HLO_MAX_NUMEL ((int64_t)1 << 53)
 bool hlo_add_ok(int64_t a, int64_t b, int64_t *r);
 bool hlo_mul_ok(int64_t a, int64_t b, int64_t *r);

@@ -642,7 +642,8 @@ static hj_status si_reduce_window(hlo_si_cx *c, hlo_shape *out) {
                         (long long)sz, (long long)str);
     if (!hlo_window_dim(a->dims[i], sz, str, si_at(w->pad_lo, i, 0), si_at(w->pad_hi, i, 0), bd, wd,
                         &r.dims[i]))
-      return hlo_si_err(c, "window dim %d (size %lld, pads %lld_%lld, dilations %lld/%lld) overflows for %s",
+      return hlo_si_err(c, "window dim %d (size %lld, pads %lld_%lld, dilations %lld/%lld) overflows or pads to a "
+                        "negative size for %s",
                         i, (long long)sz, (long long)si_at(w->pad_lo, i, 0), (long long)si_at(w->pad_hi, i, 0),
                         (long long)bd, (long long)wd, hlo_si_str(c, 0, a));
   }

@@ -75,6 +75,10 @@ static hj_status jit_check_options(hj_ctx_t *ctx, const hj_jit_options_t *o) {
     const hj_shape_t *s = &o->params[i].shape;
     if (s->rank < 0 || s->rank > HJ_MAX_RANK)
       return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_jit_create: parameter %d has rank %d", i, s->rank);
+    for (int d = 0; d < s->rank; d++)   /* a call negates each declared dim for its bound */
+      if (s->dims[d] == INT64_MIN)
+        return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_jit_create: dim %d of parameter %d is INT64_MIN "
+                       "(no bound: a dynamic dim is HJ_DYN(max), max >= 1)", d, i);
   }
   if (o->nbuckets < 0 || (o->nbuckets > 0 && !o->buckets))
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_jit_create: %d buckets, buckets %s", o->nbuckets,

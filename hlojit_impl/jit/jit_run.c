@@ -184,6 +184,12 @@ hj_status jit_run(hj_jit_t *j, jit_entry *e, hj_buffer_t *const *in, hj_buffer_t
   if (nout != e->noutputs)
     return hj__err(j->ctx, HJ_ERR_INVALID_ARG, "hj_jit_call '%s': %d outputs given, the function has %d", j->name,
                    nout, e->noutputs);
+  /* checked before anything is written: a dynamic output is copied into the caller's
+     buffer by this file, not by hj_exec_run, which refuses read-only ones itself */
+  for (int o = 0; o < nout; o++)
+    if (out[o] && out[o]->read_only)
+      return hj__err(j->ctx, HJ_ERR_INVALID_ARG, "hj_jit_call '%s': output %d is a read-only buffer (mapped, "
+                     "or wrapped read-only)", j->name, o);
   hj_status st = HJ_OK;
   int at = 1;
   for (int i = 0; i < e->nparams && st == HJ_OK; i++) {
@@ -202,10 +208,12 @@ hj_status jit_run(hj_jit_t *j, jit_entry *e, hj_buffer_t *const *in, hj_buffer_t
   if (!shrink || !made) st = hj__err(j->ctx, HJ_ERR_OOM, "hj_jit_call: out of memory");
   for (int o = 0; o < e->noutputs && st == HJ_OK; o++) st = jrn_prepare_output(j, e, o, out[o], &shrink[o]);
   if (st == HJ_OK) st = hj_exec_run(e->exec, e->ins, e->nin, e->outs, e->nout);
-  for (int o = 0; o < e->noutputs && st == HJ_OK; o++) {
+  /* the static outputs the run made are the caller's (or dropped below) before a dynamic
+     one can fail */
+  for (int o = 0; o < e->noutputs && st == HJ_OK; o++)
+    if (!jrn_dynamic_output(e, o) && !out[o]) made[o] = (out[o] = e->outs[o]) != NULL;
+  for (int o = 0; o < e->noutputs && st == HJ_OK; o++)
     if (jrn_dynamic_output(e, o)) st = jrn_finish_output(j, e, o, shrink[o], out, &made[o]);
-    else if (!out[o]) made[o] = (out[o] = e->outs[o]) != NULL;
-  }
   for (int o = 0; o < e->noutputs; o++) {
     if (st != HJ_OK && made && made[o]) {
       hj_buffer_destroy(out[o]);

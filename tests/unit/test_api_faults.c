@@ -2,7 +2,10 @@
    API (graph building with sub-graphs and a while loop, compile, run, module print / parse
    / optimize / compile (on the evaluator), .npy write and read) runs with a custom
    hj_allocator_t that fails its Nth allocation, for every N from 1 to the number of
-   allocations the program makes, on the evaluator and on the CPU backend. Every run must end with each call either
+   allocations the program makes, on the evaluator and on the CPU backend; then a second
+   program over the API of issues 9-11 (fi_scenario_io: mapped, wrapped and view buffers,
+   bindings, donation, names, profiles, hj_module_optimize_timed, the JIT) the same way.
+   Every run must end with each call either
    succeeding or returning an error with a message (no crash: this also runs under ASan),
    give the reference values whenever it succeeds, and return every block it took (the
    allocator counts them).
@@ -160,15 +163,206 @@ done:
   return res;
 }
 
-static void fi_sweep(hj_backend_t be, const char *name, bool text_trip) {
+/* ---- the later API under faults (issues 9-11): a mapped input, a view of wrapped memory,
+   inputs bound by name, a donated and bound output, named outputs, hj_linear, hj_unpack,
+   hj_reduce_window, hj_cumulative, hj_dim_size, profiles, hj_module_optimize_timed and the
+   text round trip of a module with an input_output_alias (|extra| on the evaluator), and
+   a tracing JIT (|extra|) called at two sizes. ----------------------------------------- */
+
+static int fio_wrapped;   /* wrapped buffers whose release has not run yet */
+static void fio_release(void *user, void *data) { fio_wrapped--; }
+
+/* cache' = cache + colsum(y) (donated), cum = cumsum(y, 1), pooled = maxpool(y[1:]) + 3,
+   with y = linear(x, w (out, in), 0.25). */
+static hj_status fio_build(hj_graph_t *g) {
+  hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(4, 8), "x"), w = hj_param(g, HJ_F32, HJ_SHAPE(4, 8), "w");
+  hj_tensor_t cache = hj_param(g, HJ_F32, HJ_SHAPE(4), "cache");
+  hj_tensor_t y = hj_linear(x, w, hj_full(g, HJ_F32, HJ_SHAPE(4), 0.25), HJ_LINEAR_OUT_IN), parts[2];
+  hj_status st = hj_unpack(hj_split(y, 0, (int64_t[]){ 1, 3 }, 2), parts, 2);
+  if (st) return st;
+  hj_tensor_t pooled = hj_reduce_window(parts[1], HJ_RED_MAX, (int64_t[]){ 2, 2 }, (int64_t[]){ 1, 2 }, NULL, NULL);
+  pooled = hj_add(pooled, hj_convert(hj_dim_size(parts[1], 0), HJ_F32));
+  if ((st = hj_graph_output_aliased(g, hj_add(cache, hj_reduce(y, HJ_RED_SUM, (int64_t[]){ 0 }, 1)), cache)) ||
+      (st = hj_graph_output_named(g, hj_cumulative(y, HJ_RED_SUM, 1, false), "cum")) ||
+      (st = hj_graph_output_named(g, pooled, "pooled")))
+    return st;
+  return hj_graph_status(g);
+}
+
+/* JIT: cumsum(x) * 2 over f32[<=8], and x's real size. */
+static hj_status fio_jit_build(hj_graph_t *g, const hj_tensor_t *p, int n, void *user) {
+  hj_status st = hj_graph_output(g, hj_mul(hj_cumulative(p[0], HJ_RED_SUM, 0, false), hj_scalar(g, HJ_F32, 2)));
+  return st ? st : hj_graph_output(g, hj_dim_size(p[0], 0));
+}
+
+static hj_status fio_jit(hj_ctx_t *ctx, fi_result *res) {
+  hj_jit_param_t p[1] = { { "x", HJ_SHAPE(HJ_DYN(8)) } };
+  hj_jit_options_t o;
+  hj_jit_options_init(&o);
+  o.params = p, o.nparams = 1;
+  hj_jit_t *j = NULL;
+  hj_buffer_t *in = NULL, *out[2] = { NULL, NULL };
+  float v[5] = { 1, -2, 3, 0.5f, 4 };
+  hj_status st = hj_jit_create(ctx, fio_jit_build, NULL, &o, &j);
+  for (int k = 0, at = 0, len = 3; k < 2 && !st; k++, at += len, len = 5) {
+    if ((st = hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(len), v, &in)) || (st = hj_jit_call(j, &in, 1, out, 2)) ||
+        (st = hj_buffer_copy_to_host(out[0], res->out[3] + at, sizeof(float) * (size_t)len)))
+      break;
+    res->out[3][15 - k] = (float)*(const int32_t *)hj_buffer_host_ptr(out[1]);
+    for (int i = 0; i < 2; i++) hj_buffer_destroy(out[i]), out[i] = NULL;
+    hj_buffer_destroy(in);
+    in = NULL;
+  }
+  hj_jit_stats_t s;
+  if (!st && !(st = hj_jit_stats(j, &s)) && s.compiles != 2) {
+    st = HJ_ERR_INTERNAL;
+    snprintf(res->why, sizeof res->why, "%lld jit compiles, want 2", (long long)s.compiles);
+  }
+  for (int i = 0; i < 2; i++) hj_buffer_destroy(out[i]);
+  hj_buffer_destroy(in);
+  hj_jit_destroy(j);
+  return st;
+}
+
+/* The module's text round trip: print (with its alias), parse, hj_module_optimize_timed,
+   compile, one run with every input given: cum must come out the same. */
+static hj_status fio_text_trip(hj_ctx_t *ctx, hj_graph_t *g, hj_buffer_t **in, fi_result *res) {
+  hj_module_t *m = NULL, *m2 = NULL;
+  hj_exec_t *e = NULL;
+  hj_buffer_t *out[3] = { 0 }, *cache = NULL;
+  char *text = NULL;
+  hj_pass_time_t times[4];
+  int n = 0;
+  float cum[16], zero[4] = { 0 };
+  hj_status st;
+  if ((st = hj_graph_to_module(g, &m)) || (st = hj_module_print(m, &text)) ||
+      (st = hj_module_parse(ctx, text, strlen(text), "io", &m2)) || (st = hj_module_optimize_timed(m2, times, 4, &n)) ||
+      (st = hj_compile_module(ctx, m2, &e)) || (st = hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(4), zero, &cache)))
+    goto done;
+  hj_buffer_t *all[3] = { in[0], in[1], cache };
+  if ((st = hj_exec_run(e, all, 3, out, 3)) || (st = hj_buffer_copy_to_host(out[1], cum, sizeof cum))) goto done;
+  if (hj_module_output_alias(m2, 0) != 2 || hj_exec_output_alias(e, 0) != 2 || n < 4 || memcmp(cum, res->out[1], sizeof cum)) {
+    st = HJ_ERR_INTERNAL;
+    snprintf(res->why, sizeof res->why, "the re-parsed module lost its alias or gives other values");
+  }
+done:
+  for (int k = 0; k < 3; k++) hj_buffer_destroy(out[k]);
+  hj_buffer_destroy(cache);
+  hj_exec_destroy(e);
+  hj_module_destroy(m2);
+  hj_module_destroy(m);
+  free(text);
+  return st;
+}
+
+static fi_result fi_scenario_io(fi_state *S, hj_backend_t be, bool extra) {
+  fi_result res;
+  memset(&res, 0, sizeof res);
+  hj_ctx_options_t o;
+  hj_ctx_options_init(&o);
+  o.backend = be;
+  o.num_threads = 1;
+  o.cache_dir = "off";
+  o.allocator = (hj_allocator_t){ fi_alloc, fi_free, S };
+  hj_ctx_t *ctx = NULL;
+  hj_graph_t *g = NULL;
+  hj_exec_t *e = NULL;
+  hj_buffer_t *mapped = NULL, *wrapped = NULL, *w = NULL, *cache = NULL, *out[3] = { 0 };
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/hlojit_faults_io_%d.bin", (int)getpid());
+  static float mem[64] __attribute__((aligned(64)));
+  float file[40], zero[4] = { 0 };
+  for (int i = 0; i < 64; i++) mem[i] = (float)((i * 5) % 13) / 16 - 0.4f;
+  for (int i = 0; i < 40; i++) file[i] = (float)((i * 7) % 11) / 8 - 0.6f;
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(file, sizeof file, 1, f) != 1) {
+    res.st = HJ_ERR_IO;
+    snprintf(res.why, sizeof res.why, "cannot write %s", path);
+    if (f) fclose(f);
+    return res;
+  }
+  fclose(f);
+  fio_wrapped = 0;
+  hj_status st = hj_ctx_create(&o, &ctx);
+  if (st) goto done;
+  res.had_ctx = true;
+  if ((st = hj_graph_create(ctx, "io", &g)) || (st = fio_build(g)) || (st = hj_compile(g, &e))) goto done;
+  /* x: file floats 8..39 (offset 32 bytes); w: floats 16..47 of the caller's memory */
+  if ((st = hj_buffer_map_file(ctx, path, 32, HJ_F32, HJ_SHAPE(4, 8), &mapped)) ||
+      (st = hj_buffer_wrap(ctx, HJ_F32, HJ_SHAPE(64), mem, sizeof mem, 0, fio_release, NULL, &wrapped)))
+    goto done;
+  fio_wrapped++;
+  if ((st = hj_buffer_view(wrapped, 64, HJ_F32, HJ_SHAPE(4, 8), &w)) ||
+      (st = hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(4), zero, &cache)) || (st = hj_exec_bind_name(e, "x", mapped)))
+    goto done;
+  int ci = hj_exec_find_input(e, "cache");
+  if (ci < 0) {   /* the names are made at compile time: a look-up cannot run out of memory */
+    st = HJ_ERR_INTERNAL;
+    goto done;
+  }
+  if ((st = hj_exec_bind(e, ci, cache)) || (st = hj_exec_set_profiling(e, true))) goto done;
+  for (int r = 0; r < 2 && !st; r++) {   /* the bound cache is updated in place each run */
+    if ((st = hj_exec_run(e, &w, 1, out, 3))) break;
+    if (out[0] != cache) {
+      st = HJ_ERR_INTERNAL;
+      snprintf(res.why, sizeof res.why, "the donated, bound cache did not come back as the output");
+      break;
+    }
+    if (r == 1 && ((st = hj_buffer_copy_to_host(out[0], res.out[0], 16)) ||
+                   (st = hj_buffer_copy_to_host(out[1], res.out[1], 64)) || (st = hj_buffer_copy_to_host(out[2], res.out[2], 16))))
+      break;
+    for (int k = 0; k < 3; k++) hj_buffer_destroy(out[k]), out[k] = NULL;
+  }
+  if (st) goto done;
+  hj_profile_entry_t *pe = NULL;
+  int npe = 0;
+  int64_t runs = 0;
+  char *text = NULL;
+  st = hj_exec_profile(e, &pe, &npe, &runs, NULL);
+  if (!st) st = hj_exec_profile_text(e, &text);
+  if (!st && (runs != 2 || npe < 1 || !strstr(text, "2 runs"))) {
+    st = HJ_ERR_INTERNAL;
+    snprintf(res.why, sizeof res.why, "profile: %lld runs, %d entries", (long long)runs, npe);
+  }
+  free(pe);
+  free(text);
+  hj_exec_profile_reset(e);
+  hj_buffer_t *xw[2] = { mapped, w };
+  if (!st && extra && be == HJ_BACKEND_INTERP) st = fio_text_trip(ctx, g, xw, &res);
+  if (!st && extra) st = fio_jit(ctx, &res);
+done:
+  res.st = st;
+  if (ctx && st) {
+    res.msg = hj_ctx_error(ctx)[0] != 0;
+    if (!res.why[0]) snprintf(res.why, sizeof res.why, "%s", hj_ctx_error(ctx));
+  }
+  for (int k = 0; k < 3; k++) hj_buffer_destroy(out[k]);
+  hj_exec_destroy(e);   /* drops the bindings */
+  hj_buffer_destroy(cache);
+  hj_buffer_destroy(w);
+  hj_buffer_destroy(wrapped);
+  hj_buffer_destroy(mapped);
+  hj_graph_destroy(g);
+  hj_ctx_destroy(ctx);
+  unlink(path);
+  if (fio_wrapped != 0) {
+    res.st = HJ_ERR_INTERNAL;
+    snprintf(res.why, sizeof res.why, "a wrapped buffer's release ran %d times too few", fio_wrapped);
+  }
+  return res;
+}
+
+typedef fi_result (*fi_fn)(fi_state *S, hj_backend_t be, bool flag);
+
+static void fi_sweep_fn(fi_fn scenario, hj_backend_t be, const char *name, bool text_trip) {
   fi_state S = { 0 };
-  fi_result ref = fi_scenario(&S, be, text_trip);
+  fi_result ref = scenario(&S, be, text_trip);
   if (ref.st) fail_msg("%s: the program fails without faults: %s", name, ref.why);
   assert_int_equal(S.live, 0);
   long total = S.n, ok = 0, oom = 0, other = 0, bad = 0;
   for (long n = 1; n <= total; n++) {
     fi_state F = { .fail_at = n };
-    fi_result r = fi_scenario(&F, be, text_trip);
+    fi_result r = scenario(&F, be, text_trip);
     const char *why = NULL;
     if (F.live != 0) why = "blocks never returned";
     else if (r.st == HJ_OK && memcmp(r.out, ref.out, sizeof r.out)) why = "a run succeeded with other values";
@@ -179,6 +373,7 @@ static void fi_sweep(hj_backend_t be, const char *name, bool text_trip) {
                              hj_status_name(r.st), r.why);
       continue;
     }
+    if (getenv("FI_VERBOSE") && r.st != HJ_ERR_OOM) printf("  [%ld] %s: %s\n", n, hj_status_name(r.st), r.why);
     if (r.st == HJ_OK) ok++;
     else if (r.st == HJ_ERR_OOM) oom++;
     else other++;
@@ -189,14 +384,20 @@ static void fi_sweep(hj_backend_t be, const char *name, bool text_trip) {
          name, total, ok, oom, other);
 }
 
+static void fi_sweep(hj_backend_t be, const char *name, bool text_trip) { fi_sweep_fn(fi_scenario, be, name, text_trip); }
+
 static void test_faults_interp(void **state) { fi_sweep(HJ_BACKEND_INTERP, "evaluator", true); }
 static void test_faults_cpu(void **state) { fi_sweep(HJ_BACKEND_CPU, "cpu", false); }
+static void test_faults_io_interp(void **state) { fi_sweep_fn(fi_scenario_io, HJ_BACKEND_INTERP, "io, evaluator", true); }
+static void test_faults_io_cpu(void **state) { fi_sweep_fn(fi_scenario_io, HJ_BACKEND_CPU, "io, cpu", true); }
 
 int main(int argc, char **argv) {
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_faults_interp),
     cmocka_unit_test(test_faults_cpu),
+    cmocka_unit_test(test_faults_io_interp),
+    cmocka_unit_test(test_faults_io_cpu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,6 +108,17 @@ static hj_tensor_t o_argmax(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { retur
 static hj_tensor_t o_split(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
   return hj_get_tuple_element(hj_split(a, 0, (int64_t[]){ 1, 3 }, 2), 1);
 }
+static hj_tensor_t o_unpack(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_tensor_t parts[2] = { HJ_NONE, HJ_NONE };
+  (void)hj_unpack(hj_tuple(a.graph ? a.graph : b.graph, (hj_tensor_t[]){ a, b }, 2), parts, 2);
+  return parts[1];
+}
+static hj_tensor_t o_linear(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_linear(a, b, c, HJ_LINEAR_OUT_IN); }
+static hj_tensor_t o_dim_size(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_dim_size(a, -1); }
+static hj_tensor_t o_reduce_window(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  return hj_reduce_window(a, HJ_RED_MAX, (int64_t[]){ 2, 2 }, (int64_t[]){ 1, 2 }, NULL, (int64_t[]){ 1, 0 });
+}
+static hj_tensor_t o_cumulative(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_cumulative(a, HJ_RED_SUM, 1, true); }
 
 /* kinds of the operand slots: F f32[4,4], f f32[4] (gamma, beta), I s32[4,4], S s32[]
    (indices and starts), J s32[2,1] (gather/scatter indices), U f32[2,4] (updates),
@@ -129,7 +140,8 @@ static const th_op th_ops[] = {
   OP(concat, "FF"), OP(pad, "Fs"), OP(reverse, "F"), OP(gather, "FJ"), OP(scatter, "FJU"),
   OP(reduce, "F"), OP(sort, "F"), OP(dot_general, "FF"), OP(get_tuple_element, "FF"),
   OP(softmax, "F"), OP(log_softmax, "F"), OP(layer_norm, "Fff"), OP(mean, "F"), OP(var, "F"),
-  OP(argmax, "F"), OP(split, "F"),
+  OP(argmax, "F"), OP(split, "F"), OP(unpack, "FF"), OP(linear, "FFf"), OP(dim_size, "F"),
+  OP(reduce_window, "F"), OP(cumulative, "F"),
 };
 #undef OP
 enum { TH_NOPS = sizeof th_ops / sizeof th_ops[0] };
@@ -177,6 +189,7 @@ static void test_tensor_ops_misuse(void **state) {
         /* how: 0 HJ_NONE, 1 poisoned (graph already failed), 2 bad handle, 3 other graph */
         if (how == 3 && n < 2) continue;
         if (how == 0 && k > 0 && !strcmp(op->name, "hj_layer_norm")) continue;   /* HJ_NONE: absent, valid */
+        if (how == 0 && k == 2 && !strcmp(op->name, "hj_linear")) continue;         /* no bias: valid */
         g = th_graph("g");
         hj_graph_t *g2 = th_graph("other");
         for (int j = 0; j < n; j++) t[j] = th_valid(g, op->kinds[j]);
@@ -216,20 +229,24 @@ static void test_tensor_ops_misuse(void **state) {
   }
 }
 
-/* hlojit.h's hj_* functions are all called somewhere in this file or in the allocator fault
-   test (test_api_faults.c): the header is scanned for declarations. */
+/* hlojit.h's hj_* functions are all called somewhere in this file, in its sequel for the
+   later API (test_api_hostile_io.c) or in the allocator fault test (test_api_faults.c):
+   the header is scanned for declarations. */
 static void test_every_function_covered(void **state) {
   char path[4096];
   snprintf(path, sizeof path, "%s/../hlojit.h", tu_data_dir());
-  size_t hn = 0, sn = 0, fn = 0;
+  size_t hn = 0, sn = 0, fn = 0, in = 0;
   char *h = tu_read_file(path, &hn);
   snprintf(path, sizeof path, "%s/unit/test_api_hostile.c", tu_data_dir());
   char *self = tu_read_file(path, &sn);
   snprintf(path, sizeof path, "%s/unit/test_api_faults.c", tu_data_dir());
   char *faults = tu_read_file(path, &fn);
+  snprintf(path, sizeof path, "%s/unit/test_api_hostile_io.c", tu_data_dir());
+  char *io = tu_read_file(path, &in);
   assert_non_null(h);
   assert_non_null(self);
   assert_non_null(faults);
+  assert_non_null(io);
   int n = 0, missing = 0;
   for (char *p = h; (p = strstr(p, " hj_")); p++) {
     char name[64];
@@ -242,7 +259,7 @@ static void test_every_function_covered(void **state) {
     snprintf(call, sizeof call, "%s(", name);
     snprintf(entry, sizeof entry, "OP(%s,", name + 3);   /* a th_ops entry */
     n++;
-    if (!strstr(self + 1, call) && !strstr(faults, call) && !strstr(self, entry)) {
+    if (!strstr(self + 1, call) && !strstr(faults, call) && !strstr(io, call) && !strstr(self, entry)) {
       printf("  not covered: %s\n", name);
       missing++;
     }
@@ -252,6 +269,7 @@ static void test_every_function_covered(void **state) {
   free(h);
   free(self);
   free(faults);
+  free(io);
 }
 
 /* ---- overflowing and out-of-range arguments ---------------------------------------------- */
@@ -302,7 +320,52 @@ static void test_overflowing_arguments(void **state) {
   hj_graph_t *g = th_graph("attrs");
   hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(4, 4), "x"), z = hj_scalar(g, HJ_F32, 0);
   hj_tensor_t i0 = hj_scalar(g, HJ_S32, 0), idx = hj_param(g, HJ_S32, HJ_SHAPE(2, 1), "i");
+  hj_tensor_t v4 = hj_param(g, HJ_F32, HJ_SHAPE(4), "v"), i44 = hj_param(g, HJ_S32, HJ_SHAPE(4, 4), "i44");
+  hj_tensor_t tup = hj_tuple(g, (hj_tensor_t[]){ x }, 1), w43 = hj_param(g, HJ_F32, HJ_SHAPE(4, 3), "w43");
+  const int64_t one2[2] = { 1, 1 };
   struct { const char *what; hj_tensor_t r; } cases[] = {
+    { "dim_size dim 2", hj_dim_size(x, 2) },
+    { "dim_size dim -3", hj_dim_size(x, -3) },
+    { "dim_size dim INT_MIN", hj_dim_size(x, INT_MIN) },
+    { "dim_size dim INT_MAX", hj_dim_size(x, INT_MAX) },
+    { "dim_size of a scalar", hj_dim_size(z, 0) },
+    { "dim_size of a tuple, dim INT_MIN", hj_dim_size(tup, INT_MIN) },
+    { "reduce_window NULL window", hj_reduce_window(x, HJ_RED_SUM, NULL, NULL, NULL, NULL) },
+    { "reduce_window window 0", hj_reduce_window(x, HJ_RED_SUM, (int64_t[]){ 0, 1 }, NULL, NULL, NULL) },
+    { "reduce_window window INT64_MIN", hj_reduce_window(x, HJ_RED_SUM, (int64_t[]){ 1, m }, NULL, NULL, NULL) },
+    { "reduce_window stride 0", hj_reduce_window(x, HJ_RED_SUM, one2, (int64_t[]){ 1, 0 }, NULL, NULL) },
+    { "reduce_window stride INT64_MIN", hj_reduce_window(x, HJ_RED_SUM, one2, (int64_t[]){ m, 1 }, NULL, NULL) },
+    { "reduce_window pad lo INT64_MAX", hj_reduce_window(x, HJ_RED_SUM, one2, NULL, (int64_t[]){ M, 0 }, NULL) },
+    { "reduce_window pads INT64_MAX", hj_reduce_window(x, HJ_RED_SUM, one2, NULL, (int64_t[]){ M, 0 }, (int64_t[]){ M, 0 }) },
+    { "reduce_window pad hi INT64_MIN", hj_reduce_window(x, HJ_RED_SUM, one2, NULL, NULL, (int64_t[]){ 0, m }) },
+    { "reduce_window window INT64_MAX, pad INT64_MAX", hj_reduce_window(x, HJ_RED_SUM, (int64_t[]){ M, 1 }, NULL,
+        (int64_t[]){ M, 0 }, NULL) },
+    { "reduce_window reducer REPLACE", hj_reduce_window(x, HJ_RED_REPLACE, one2, NULL, NULL, NULL) },
+    { "reduce_window reducer 99", hj_reduce_window(x, (hj_reducer_t)99, one2, NULL, NULL, NULL) },
+    { "reduce_window reducer -1", hj_reduce_window(x, (hj_reducer_t)-1, one2, NULL, NULL, NULL) },
+    { "reduce_window AND of floats", hj_reduce_window(x, HJ_RED_AND, one2, NULL, NULL, NULL) },
+    { "reduce_window of a tuple", hj_reduce_window(tup, HJ_RED_SUM, one2, NULL, NULL, NULL) },
+    { "cumulative axis 2", hj_cumulative(x, HJ_RED_SUM, 2, false) },
+    { "cumulative axis INT_MIN", hj_cumulative(x, HJ_RED_SUM, INT_MIN, true) },
+    { "cumulative axis INT_MAX", hj_cumulative(x, HJ_RED_MAX, INT_MAX, false) },
+    { "cumulative of a scalar", hj_cumulative(z, HJ_RED_SUM, 0, false) },
+    { "cumulative reducer REPLACE", hj_cumulative(x, HJ_RED_REPLACE, 0, false) },
+    { "cumulative reducer 99", hj_cumulative(x, (hj_reducer_t)99, 0, false) },
+    { "cumulative OR of floats", hj_cumulative(x, HJ_RED_OR, 0, false) },
+    { "cumulative of a tuple", hj_cumulative(tup, HJ_RED_SUM, 0, false) },
+    { "linear layout 2", hj_linear(x, x, HJ_NONE, (hj_linear_layout_t)2) },
+    { "linear layout -1", hj_linear(x, x, HJ_NONE, (hj_linear_layout_t)-1) },
+    { "linear w of rank 1", hj_linear(x, v4, HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear w of rank 3", hj_linear(x, hj_reshape(x, HJ_SHAPE(4, 2, 2)), HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear x scalar", hj_linear(z, x, HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear features differ (out, in)", hj_linear(x, w43, HJ_NONE, HJ_LINEAR_OUT_IN) },
+    { "linear features differ (in, out)", hj_linear(w43, w43, HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear bias of the in size", hj_linear(x, w43, v4, HJ_LINEAR_IN_OUT) },
+    { "linear bias of rank 2", hj_linear(x, x, x, HJ_LINEAR_IN_OUT) },
+    { "linear bias s32", hj_linear(x, x, hj_convert(v4, HJ_S32), HJ_LINEAR_IN_OUT) },
+    { "linear dtypes differ", hj_linear(x, i44, HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear of a tuple", hj_linear(tup, x, HJ_NONE, HJ_LINEAR_IN_OUT) },
+    { "linear tuple bias", hj_linear(x, x, tup, HJ_LINEAR_IN_OUT) },
     { "reshape -1 x INT64_MAX", hj_reshape(x, HJ_SHAPE(-1, M)) },
     { "reshape two -1", hj_reshape(x, HJ_SHAPE(-1, -1)) },
     { "reshape INT64_MIN", hj_reshape(x, HJ_SHAPE(m, 1)) },
@@ -367,6 +430,28 @@ static void test_overflowing_arguments(void **state) {
   assert_false(hj_tensor_ok(hj_split(x, 0, (int64_t[]){ 4 }, -1)));
   assert_false(hj_tensor_ok(hj_split(x, 0, NULL, 1)));
   hj_graph_destroy(g);
+  /* hj_unpack: counts that differ, no tuple, no out array; a poisoned tuple gives poison */
+  hj_tensor_t o3[3];
+  FRESH(assert_int_equal(hj_unpack(hj_split(hj_param(g, HJ_F32, HJ_SHAPE(4), "x"), 0, (int64_t[]){ 1, 3 }, 2), o3, 3),
+                         HJ_ERR_SHAPE);
+        assert_false(hj_tensor_ok(o3[0]) || hj_tensor_ok(o3[2])); assert_int_equal(hj_graph_status(g), HJ_ERR_SHAPE));
+  FRESH(assert_int_equal(hj_unpack(hj_split(hj_param(g, HJ_F32, HJ_SHAPE(4), "x"), 0, (int64_t[]){ 4 }, 1), o3, 2),
+                         HJ_ERR_SHAPE));
+  FRESH(assert_int_equal(hj_unpack(hj_param(g, HJ_F32, HJ_SHAPE(4), "x"), o3, 1), HJ_ERR_SHAPE);
+        assert_false(hj_tensor_ok(o3[0])));
+  FRESH(assert_int_equal(hj_unpack(hj_tuple(g, (hj_tensor_t[]){ hj_scalar(g, HJ_F32, 1) }, 1), NULL, 1), HJ_ERR_INVALID_ARG);
+        assert_int_not_equal(hj_graph_status(g), HJ_OK));
+  FRESH(assert_int_equal(hj_unpack(hj_tuple(g, (hj_tensor_t[]){ hj_scalar(g, HJ_F32, 1) }, 1), o3, -1), HJ_ERR_INVALID_ARG));
+  FRESH(assert_int_equal(hj_unpack(hj_tuple(g, (hj_tensor_t[]){ hj_scalar(g, HJ_F32, 1) }, 1), o3, INT_MIN), HJ_ERR_INVALID_ARG));
+  FRESH(assert_int_not_equal(hj_unpack((hj_tensor_t){ g, 12345 }, o3, 2), HJ_OK); assert_false(hj_tensor_ok(o3[1]));
+        assert_int_not_equal(hj_graph_status(g), HJ_OK));
+  FRESH(hj_tensor_t bad = hj_add(hj_param(g, HJ_F32, HJ_SHAPE(3), "a"), hj_param(g, HJ_F32, HJ_SHAPE(2), "b"));
+        char before[1024]; snprintf(before, sizeof before, "%s", hj_ctx_error(th_ctx));
+        assert_int_equal(hj_unpack(bad, o3, 2), HJ_ERR_SHAPE); assert_false(hj_tensor_ok(o3[0]));
+        assert_string_equal(hj_ctx_error(th_ctx), before));
+  o3[0] = o3[1] = (hj_tensor_t){ NULL, 7 };   /* HJ_NONE: no graph to tell, every out[i] HJ_NONE */
+  assert_int_equal(hj_unpack(HJ_NONE, o3, 2), HJ_ERR_INVALID_ARG);
+  assert_true(o3[0].graph == NULL && o3[0].id < 0 && o3[1].id < 0);
 #undef FRESH
 }
 
