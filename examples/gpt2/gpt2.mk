@@ -93,3 +93,23 @@ test-gpt2:
 	@fail=0; for t in test-gpt2-unit test-gpt2-tok test-gpt2-weights; do \
 	  $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || fail=1; done; \
 	exit $$fail
+
+# ---- the gpt2 program (needs the top-level Makefile: libhlojit.a, LDLIBS) ----------------
+# $(B)/gpt2 and its ASan+UBSan twin $(B)/asan/gpt2 (linked with $(B)/asan/libhlojit.a).
+GPT2_PROG_SRC := $(GPT2_DIR)/main.c $(GPT2_DIR)/session.c $(GPT2_DIR)/model.c \
+                 $(GPT2_DIR)/sample.c
+GPT2_PROG_OBJ := $(GPT2_PROG_SRC:%.c=$(B)/%.o)
+GPT2_PROG_OBJ_SAN := $(GPT2_PROG_SRC:%.c=$(B)/asan/%.o)
+GPT2_VOCAB_DEF := -DGPT2_VOCAB_DIR='"$(abspath $(GPT2_DIR)/data/gpt2-bpe)"'
+
+.PHONY: gpt2
+gpt2: $(B)/gpt2 $(B)/asan/gpt2
+
+$(B)/$(GPT2_DIR)/main.o $(B)/asan/$(GPT2_DIR)/main.o: CFLAGS += $(GPT2_VOCAB_DEF)
+
+$(B)/gpt2: $(GPT2_PROG_OBJ) $(GPT2_OBJ) $(B)/libhlojit.a
+	$(CC) $(CFLAGS) $^ -o $@ $(GPT2_LDLIBS) $(LDLIBS)
+
+$(B)/asan/gpt2: $(GPT2_PROG_OBJ_SAN) $(GPT2_OBJ_SAN) $(B)/asan/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) $^ -o $@ $(GPT2_LDLIBS) $(LDLIBS)

@@ -1,0 +1,128 @@
+/* model.h — GPT-2 as plain C functions that build hlojit graphs, one function per layer of
+   the network, and the builder that puts them together into the graphs the generator
+   compiles (prefill of a length bucket, decode at a runtime position).
+
+   // L layers, C channels, NH heads, hs = C / NH head size, V vocab, Vp padded vocab,
+   // maxT context, n rows fed by one graph (prefill: a bucket of T rows; decode: 1),
+   // Tc entries of a decode bucket's KV cache
+
+   THE NETWORK (what tests/reference/gpt2.py computes; every op f32)
+     x = wte[ids] + wpe[pos0 .. pos0 + n)                           gpt2_embed   (n, C)
+     per block:  x += attnproj(attention(qkv(ln_1(x))))               gpt2_block
+                 x += fcproj(gelu_tanh(fc(ln_2(x))))
+     logits = ln_f(x[row]) @ wte^T                                   gpt2_head    (1, Vp)
+   Layer norm eps 1e-5 over C; attention scores scaled by 1/sqrt(hs), keys at positions <=
+   the query's; the lm_head is tied to wte and covers all Vp rows (the padding rows are
+   zero in llm.c files, so their logits are 0): the caller reads the first V. Reading the
+   whole of wte keeps the tied matrix a plain parameter (a slice of it to V rows would be a
+   154 MB copy per run at 124M).
+
+   Matrices come in the checkpoint's own layout (gpt2_layout, weights.h): llm.c's (out, in)
+   runs as x @ W^T through dot_general contracting both operands' last dims, safetensors'
+   (in, out) as x @ W; the CPU backend has kernels for both (rhs transposed or not), so
+   nothing is transposed at load time. (hj_linear(x, w, b, layout), issue 10, replaces
+   gpt2_linear when it lands.) Weights are f32 parameters: bf16 files are widened once at
+   load (session.c).
+
+   ATTENTION
+   Prefill (n = T rows at positions 0..T-1): q, v (NH, T, hs) and k transposed, (NH, hs, T),
+   so both attention products are plain batched matmuls; scores (NH, T, T) with the causal
+   mask, softmax, @ v. Rows past the prompt's real length are padding: causality
+   keeps them out of every real row, so no length mask is needed; the caller keeps only
+   the real rows of k and v and reads the logits of the last real row.
+   Decode (n = 1 row at runtime position pos, an s32 scalar: no compile per token): the
+   cache holds keys of positions 0..pos-1 in a (NH, hs, Tc) buffer (transposed, as the
+   prefill makes them) and values in a (NH, Tc, hs) one; entries pos..Tc-1 are masked. The new position's own key and value join as one more score:
+       s = concat(q @ Kc masked to j < pos, q . k_new) / sqrt(hs)    (NH, 1, Tc + 1)
+       y = softmax(s)[:, :, :Tc] @ Vc + softmax(s)[:, :, Tc] * v_new  (NH, 1, hs)
+   so the graph only reads the cache; the new key and value are an output (kvnew, (1, 2C):
+   k then v) that the caller writes into the cache at pos. (With donated, aliased buffers,
+   issue 10, the graph will write them itself with a dynamic-update-slice.)
+
+   GRAPHS (gpt2_build): a spec says the phase, n or Tc, which parts are in (embedding,
+   some blocks, head) and whether to add the verify outputs. Parameters, in this order
+   (gpt2_sig gives each one's index; -1 where absent):
+     x_in    embed: ids s32[n]; else x f32[n, C]
+     pos     s32[]: prefill: the row whose logits the head computes (real length - 1);
+             decode: the position fed (wpe row, cache mask)
+     wte (Vp, C), wpe (maxT, C)     when embed or head (wpe only with embed)
+     lnfw, lnfb (C)                 with head
+     12 per block, in gpt2_layer's order (ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b
+                                          fcw fcb fcprojw fcprojb), shapes as stored
+     decode: kc (NH, hs, Tc), vc (NH, Tc, hs) per block
+   Outputs, in this order:
+     main    head: logits f32[1, Vp]; else x f32[n, C]
+     kv      prefill: k (NH, hs, T), v (NH, T, hs) per block; decode: kvnew (1, 2C) per block
+     verify  emb (n, C) when embed, then res (n, C) per block (the residual after it) */
+#ifndef GPT2_MODEL_H
+#define GPT2_MODEL_H
+
+#include <stdbool.h>
+
+#include "hlojit.h"
+#include "weights.h"
+
+#define GPT2_LN_EPS 1e-5
+enum { GPT2_LAYER_PARAMS = 12 };
+
+/* One block's parameters as graph tensors, and the layout of its matrices. */
+typedef struct gpt2_lparams {
+  hj_tensor_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb;
+  hj_tensor_t ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  gpt2_layout layout; /* GPT2_OUT_IN or GPT2_IN_OUT */
+} gpt2_lparams;
+
+/* ---- one function per layer ------------------------------------------------------------ */
+/* ids s32[n], wpe_rows (n, C) -> (n, C) */
+hj_tensor_t gpt2_embed(hj_tensor_t wte, hj_tensor_t wpe_rows, hj_tensor_t ids);
+/* Layer norm over the last dim, GPT-2's eps. */
+hj_tensor_t gpt2_norm(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b);
+/* x (n, in) -> (n, out) + b; |w| (out, in) for GPT2_OUT_IN, (in, out) for GPT2_IN_OUT. */
+hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout layout);
+/* fcproj(gelu_tanh(fc(h))): (n, C) -> (n, C) */
+hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p);
+/* Causal attention of a prefill: qkv (T, 3C) -> y (T, C); *k (NH, hs, T), *v (NH, T, hs). */
+hj_tensor_t gpt2_attn_prefill(hj_tensor_t qkv, int NH, hj_tensor_t *k, hj_tensor_t *v);
+/* Attention of one position |pos| (s32[]) over the cache kc (NH, hs, Tc), vc (NH, Tc, hs)
+   holding positions 0..pos-1: qkv (1, 3C) -> y (1, C); *kvnew (1, 2C). */
+hj_tensor_t gpt2_attn_decode(hj_tensor_t qkv, hj_tensor_t kc, hj_tensor_t vc, hj_tensor_t pos,
+                             int NH, hj_tensor_t *kvnew);
+/* A whole block, prefill (k, v out) or decode (kc, vc, pos in; kvnew out). */
+hj_tensor_t gpt2_block_prefill(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t *k,
+                               hj_tensor_t *v);
+hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t kc,
+                              hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kvnew);
+/* ln_f and the tied lm_head on one row: x (1, C) -> logits (1, Vp). */
+hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t wte);
+
+/* ---- graphs ------------------------------------------------------------------------------ */
+typedef enum { GPT2_PREFILL = 0, GPT2_DECODE } gpt2_phase;
+
+typedef struct gpt2_spec {
+  gpt2_phase phase;
+  int n;        /* prefill: rows T of the bucket; decode: ignored (1) */
+  int Tc;       /* decode: cache entries of the bucket */
+  int n_blocks; /* blocks in the graph (their weights are parameters: any layer's fit) */
+  bool embed;   /* starts from ids (else from x) */
+  bool head;    /* ends with the logits (else with x) */
+  bool verify;  /* adds the emb and res outputs */
+} gpt2_spec;
+
+/* Where each parameter and output sits (index into the exec's inputs / outputs). */
+typedef struct gpt2_sig {
+  int x_in, pos, wte, wpe, lnfw, lnfb;
+  int layer0; /* block b's 12 parameters: layer0 + 12 b .. */
+  int cache0; /* decode: block b's kc at cache0 + 2 b, vc at cache0 + 2 b + 1 */
+  int nin;
+  int main_out;
+  int kv0;    /* prefill: k at kv0 + 2 b, v at kv0 + 2 b + 1; decode: kvnew at kv0 + b */
+  int emb, res0; /* verify outputs */
+  int nout;
+} gpt2_sig;
+
+/* Builds |spec|'s graph for the config and matrix layout of |w| into |g| (fresh, empty).
+   Returns the graph's status (a poisoned op's message is in the context). */
+hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *spec,
+                     gpt2_sig *sig);
+
+#endif

@@ -1,0 +1,90 @@
+/* session.h — running GPT-2 through hlojit: the weights as buffers, the compiled graphs
+   (model.h) per length bucket, the KV cache, prefill and decode, timing and the verify
+   folder.
+
+   // L layers, C channels, NH heads, hs head size, V vocab, maxT context
+
+   STAGES. The network runs as a chain of graphs: by default an embedding graph, one block
+   graph (compiled once per bucket, run for every layer with that layer's weights) and a
+   head graph, so a bucket costs three small compiles instead of one large one (for the
+   124M shape one block compiles in about 1.3 s, the whole 12-layer graph in 21 s on this
+   machine). |layers_per_graph| N puts N blocks in each block graph; 0 makes the whole
+   model one graph (embedding, every block and the head).
+
+   BUCKETS. A prefill of n tokens runs the graphs built for T = the smallest power of two
+   >= n (at least 16, at most maxT), the ids padded with 0 (model.h: padding rows cannot
+   reach the real ones). A decode step at position pos runs the graphs built for a cache
+   of Tc = the smallest power of two >= pos + 1 (at least 64, at most maxT) entries; the
+   cache buffers grow (a host copy of the filled rows) when pos reaches the bucket's end.
+   Executables are kept for the session's life, keyed by their spec: one compile per
+   bucket and graph kind. (The tracing JIT's HJ_DYN buckets, issue 11, will take over
+   this bookkeeping.)
+
+   KV CACHE. Per layer kc (NH, hs, Tc) and vc (NH, Tc, hs) buffers hold positions
+   0..length-1. The prefill's k and v outputs (their real rows) and every decode step's
+   kvnew output are copied into them on the host; the graphs only read the cache. (With
+   donated buffers, issue 10, the decode graph writes in place and the copy goes.)
+
+   WEIGHTS. Each tensor becomes an f32 hj_buffer, in the file's layout (a copy today; a
+   bf16 checkpoint is widened to f32 here, so it computes exactly as its f32 twin and uses
+   twice its file size in memory). (Zero-copy buffers over the mapping, issue 10, will
+   remove the copy for f32 files.)
+
+   VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
+   DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
+   the layout of tests/reference/gpt2.py's verify folders (n_0 = the prompt's real rows).
+
+   Errors: every function returns 0, or -1 with the message in |err| (hlojit's own message
+   when a compile or run fails). */
+#ifndef GPT2_SESSION_H
+#define GPT2_SESSION_H
+
+#include <stdint.h>
+
+#include "gpt2_err.h"
+#include "hlojit.h"
+#include "weights.h"
+
+typedef struct gpt2_session_opts {
+  hj_backend_t backend;   /* default HJ_BACKEND_AUTO */
+  int num_threads;        /* 0: all cores (default) */
+  int layers_per_graph;   /* default 1; 0: the whole model in one graph */
+  const char *verify_dir; /* NULL (default): no verify output */
+} gpt2_session_opts;
+void gpt2_session_opts_init(gpt2_session_opts *o);
+
+typedef struct gpt2_session gpt2_session;
+
+/* Makes the context and the weight buffers from |w| (which must outlive the session).
+   Compiles nothing yet. */
+int gpt2_session_create(const gpt2_weights *w, const gpt2_session_opts *o,
+                        gpt2_session **out, gpt2_err *err);
+void gpt2_session_free(gpt2_session *s);
+
+/* Runs |n| ids (1 <= n <= maxT, each in [0, V)) at positions 0..n-1, replacing whatever
+   the cache held. *logits: the V logits of the last position, valid until the next call. */
+int gpt2_session_prefill(gpt2_session *s, const int32_t *ids, int n, const float **logits,
+                         gpt2_err *err);
+/* Feeds |id| at position gpt2_session_length() (< maxT) and appends it to the cache. */
+int gpt2_session_decode(gpt2_session *s, int32_t id, const float **logits, gpt2_err *err);
+/* Positions held in the cache. */
+int gpt2_session_length(const gpt2_session *s);
+/* Forgets the positions from |n| on (n <= length): the next decode feeds position n. */
+void gpt2_session_rewind(gpt2_session *s, int n);
+
+/* With a verify folder: writes DIR/ids.npy, int32 (n,) (the prompt and the generated
+   ids); without one, does nothing. */
+int gpt2_session_write_ids(gpt2_session *s, const int32_t *ids, int n, gpt2_err *err);
+
+typedef struct gpt2_session_stats {
+  int compiles;   /* hj_compile calls */
+  int mem_hits;   /* runs that found their executable already compiled */
+  int disk_hits;  /* executables read from a disk cache (none yet: issue 11) */
+  double compile_s;
+  double prefill_s, decode_s; /* run time of prefills / decode steps, compiles excluded */
+  int64_t prefill_tokens, decode_tokens;
+  hj_backend_t backend; /* of the last executable compiled */
+} gpt2_session_stats;
+void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out);
+
+#endif
