@@ -18,6 +18,15 @@
 #                   value for value; truncated, inconsistent and malformed files each give a
 #                   clear error under ASan+UBSan
 #   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process
+#   test-gpt2-gen   tests/gpt2/test_gpt2_gen.py: build/gpt2 layer by layer against a NumPy
+#                   GPT-2 (random checkpoints in three formats, every graph split, both
+#                   backends), its command line, broken files through build/asan/gpt2
+#                   (HLOJIT_GPT2_124M=1 adds the 124M-shaped check); needs the top-level
+#                   Makefile
+#   gpt2            $(B)/gpt2 (the program, examples/gpt2/main.c) and $(B)/asan/gpt2
+#   gpt2-demo       runs build/gpt2 on the bundled Shakespeare model (a random-weight model
+#                   until it is there); `make demo` builds everything and runs this
+#   bench-gpt2      bench/bench_gpt2.c: 124M prefill / decode against sgemm and bandwidth
 #
 # For the gpt2 program: compile GPT2_SRC into it (or link GPT2_OBJ) and add GPT2_LDLIBS.
 # stb_ds comes in under its own names (gpt2_ds.h), so linking libhlojit.a as well is fine.
@@ -89,8 +98,11 @@ test-gpt2-weights: gpt2-tools
 test-gpt2-unit: $(B)/asan/tests/test_gpt2_api
 	ASAN_OPTIONS=detect_leaks=1 GPT2_DATA=$(GPT2_DIR)/data $(B)/asan/tests/test_gpt2_api
 
+# test-gpt2-gen needs the gpt2 program, so the top-level Makefile (libhlojit.a).
+GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights $(if $(LIB_OBJ),test-gpt2-gen)
+
 test-gpt2:
-	@fail=0; for t in test-gpt2-unit test-gpt2-tok test-gpt2-weights; do \
+	@fail=0; for t in $(GPT2_SUITES); do \
 	  $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || fail=1; done; \
 	exit $$fail
 
@@ -113,3 +125,31 @@ $(B)/gpt2: $(GPT2_PROG_OBJ) $(GPT2_OBJ) $(B)/libhlojit.a
 $(B)/asan/gpt2: $(GPT2_PROG_OBJ_SAN) $(GPT2_OBJ_SAN) $(B)/asan/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) $^ -o $@ $(GPT2_LDLIBS) $(LDLIBS)
+
+# ---- bench/bench_gpt2.c: 124M prefill and decode against sgemm and read bandwidth ---------
+.PHONY: bench-gpt2
+$(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h $(B)/$(GPT2_DIR)/session.o \
+                       $(B)/$(GPT2_DIR)/model.o $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter-out %.h,$^) -o $@ -lopenblas $(LDLIBS)
+
+bench-gpt2: $(B)/bench/bench_gpt2
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_gpt2
+
+# ---- tests of the program, and the demo --------------------------------------------------
+.PHONY: test-gpt2-gen gpt2-demo
+test-gpt2-gen: gpt2
+	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gen.py
+
+GPT2_BUNDLED := $(GPT2_DIR)/data/shakespeare/model.bin
+GPT2_DEMO_ARGS := --tokens 200 --temperature 0.8 --top-k 40 --seed 1 --stats
+gpt2-demo: $(B)/gpt2
+	@if [ -f $(GPT2_BUNDLED) ]; then \
+	  echo "== GPT-2 (bundled Shakespeare model) on the CPU, prompt 'ROMEO:'"; \
+	  $(B)/gpt2 --model $(GPT2_BUNDLED) --prompt "ROMEO:" $(GPT2_DEMO_ARGS); \
+	else \
+	  echo "== $(GPT2_BUNDLED) is not there yet: a random-weight GPT-2 (L=2, C=64, GPT-2's vocabulary) instead"; \
+	  $(PY) tests/gpt2/gen_checkpoints.py $(B)/gpt2-demo --L 2 --NH 4 --C 64 --V 50257 \
+	    --Vp 50304 --maxT 256 --seed 1 --init gpt2 > /dev/null && \
+	  $(B)/gpt2 --model $(B)/gpt2-demo/model.bin --prompt "The meaning of life is" $(GPT2_DEMO_ARGS); \
+	fi

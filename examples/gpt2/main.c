@@ -125,6 +125,12 @@ static int parse_args(int argc, char **argv, args *a) {
       else a->help = true;
       continue;
     }
+    static const char *const valued[] = {"--model", "--prompt", "--ids", "--verify", "--vocab",
+                                         "--tokens", "--threads", "--layers-per-graph", "--top-k",
+                                         "--seed", "--temperature", "--top-p", "--backend"};
+    bool known = false;
+    for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(flag, valued[k]);
+    if (!known) return usage_err("unknown option '%s'", flag, "");
     if (!val) {
       if (i + 1 >= argc) return usage_err("%s needs a value", flag, "");
       val = argv[++i];
@@ -170,8 +176,6 @@ static int parse_args(int argc, char **argv, args *a) {
       while (k < 4 && strcmp(val, nm[k])) k++;
       if (k == 4) return usage_err("--backend: '%s' is not one of auto, cpu, cuda, interp", val, "");
       a->backend = be[k];
-    } else {
-      return usage_err("unknown option '%s'", flag, "");
     }
   }
   if (a->help) return 0;

@@ -26,6 +26,8 @@
 
 #include "model.h"
 
+#define GPT2_SMALL_CACHE (8 << 20) /* bytes of K and V at maxT, all layers */
+
 typedef struct exe_entry {
   gpt2_spec spec;
   hj_exec_t *e;
@@ -199,7 +201,10 @@ static int pow2_bucket(int need, int lo, int hi) {
 static int cache_reserve(gpt2_session *s, int need, gpt2_err *err) {
   if (need <= s->Tc) return 0;
   const int L = s->cfg.L, NH = s->cfg.NH, hs = s->cfg.C / NH, len = s->len;
-  int Tc = pow2_bucket(need, 64, s->cfg.max_T);
+  // A cache that is small at full length (it stays in the last-level cache) is made full
+  // length at once: one decode compile instead of one per bucket.
+  double full = 8.0 * L * s->cfg.C * s->cfg.max_T;
+  int Tc = full <= GPT2_SMALL_CACHE ? s->cfg.max_T : pow2_bucket(need, 64, s->cfg.max_T);
   for (int l = 0; l < L; l++) {
     hj_buffer_t *k, *v;
     if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(NH, hs, Tc), &k)) return hj_fail(s, err, "KV cache");
@@ -287,7 +292,7 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
   for (int i = 0; i < s->n_st; i++) {
     stage *t = &s->st[i];
     gpt2_spec sp = {.phase = phase, .n = phase == GPT2_PREFILL ? T : 1,
-                    .Tc = phase == GPT2_DECODE ? s->Tc : 0, .n_blocks = t->nb,
+                    .Tc = phase == GPT2_DECODE && t->nb ? s->Tc : 0, .n_blocks = t->nb,
                     .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL};
     const exe_entry *x_e = NULL;
     if (get_exe(s, &sp, &x_e, err)) return -1;

@@ -13,9 +13,12 @@
 
    BUCKETS. A prefill of n tokens runs the graphs built for T = the smallest power of two
    >= n (at least 16, at most maxT), the ids padded with 0 (model.h: padding rows cannot
-   reach the real ones). A decode step at position pos runs the graphs built for a cache
-   of Tc = the smallest power of two >= pos + 1 (at least 64, at most maxT) entries; the
-   cache buffers grow (a host copy of the filled rows) when pos reaches the bucket's end.
+   reach the real ones). A decode step at position pos runs the block graph built for a
+   cache of Tc = the smallest power of two >= pos + 1 (at least 64, at most maxT) entries;
+   the cache buffers grow (a host copy of the filled rows) when pos reaches the bucket's
+   end. A model whose whole cache (K and V of maxT positions, every layer) takes at most
+   8 MiB gets Tc = maxT from the start: reading it costs little next to the compiles that
+   smaller buckets would need. The decode embedding and head graphs do not depend on Tc.
    Executables are kept for the session's life, keyed by their spec: one compile per
    bucket and graph kind. (The tracing JIT's HJ_DYN buckets, issue 11, will take over
    this bookkeeping.)
