@@ -17,7 +17,8 @@
 #                   tests/gpt2/gen_checkpoints.py (numpy, the safetensors library) read back
 #                   value for value; truncated, inconsistent and malformed files each give a
 #                   clear error under ASan+UBSan
-#   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process
+#   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process;
+#                   tests/gpt2/test_gpt2_sample.c: the sampler's generator and distributions
 #   test-gpt2-gen   tests/gpt2/test_gpt2_gen.py: build/gpt2 layer by layer against a NumPy
 #                   GPT-2 (random checkpoints in three formats, every graph split, both
 #                   backends), its command line, broken files through build/asan/gpt2
@@ -95,8 +96,14 @@ test-gpt2-tok: gpt2-tools
 test-gpt2-weights: gpt2-tools
 	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_weights.py
 
-test-gpt2-unit: $(B)/asan/tests/test_gpt2_api
+$(B)/asan/tests/test_gpt2_sample: tests/gpt2/test_gpt2_sample.c $(GPT2_DIR)/sample.c \
+                                   $(GPT2_DIR)/sample.h $(GPT2_DIR)/gpt2_err.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -I$(GPT2_DIR) $< $(GPT2_DIR)/sample.c -o $@ -lcmocka -lm
+
+test-gpt2-unit: $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample
 	ASAN_OPTIONS=detect_leaks=1 GPT2_DATA=$(GPT2_DIR)/data $(B)/asan/tests/test_gpt2_api
+	ASAN_OPTIONS=detect_leaks=1 $(B)/asan/tests/test_gpt2_sample
 
 # test-gpt2-gen needs the gpt2 program, so the top-level Makefile (libhlojit.a).
 GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights $(if $(LIB_OBJ),test-gpt2-gen)

@@ -394,6 +394,7 @@ int main(int argc, char **argv) {
     goto done;
   }
   g.P = g.n = (int)np;
+  if (a.tokens > c->max_T - g.P + 1) a.tokens = c->max_T - g.P + 1; // no more can be made
   g.ids = malloc(sizeof *g.ids * (np + (size_t)a.tokens));
   if (!g.ids) {
     free(prompt);
