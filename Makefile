@@ -15,6 +15,12 @@ CFLAGS  += $(CPU_CFLAGS)
 LDLIBS  += $(CPU_LDLIBS)
 
 B       := build
+BA      := $(B)/asan
+
+# The CUDA backend (NVPTX through LLVM-C; the driver and cuBLAS by dlopen, no toolkit needed).
+-include backends/cuda/cuda.mk
+CFLAGS  += $(CUDA_CFLAGS)
+LDLIBS  += $(CUDA_LDLIBS)
 # The parts of hlojit_impl/ (one folder each, see hlojit_impl/README.md), then the backends.
 # LLVM_FREE_SRC is what the evaluator-only single-header build (HLOJIT_NO_LLVM) contains.
 PARTS   := ir text eval passes runtime api
@@ -22,7 +28,7 @@ LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
            $(wildcard backends/interp/*.c)
 LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))
 LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c $(wildcard hlojit_impl/emitters/*.c) \
-           $(CPU_SRC)
+           $(CPU_SRC) $(CUDA_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -32,8 +38,6 @@ PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-BA      := $(B)/asan
-
 .PHONY: all lib tools examples unit unit-asan test test-py test-py-cpu test-golden test-corpus test-fuzz \
         deps demo clean
 

@@ -86,4 +86,9 @@
 #include "../backends/cpu/cpu_jit.c"
 #include "../backends/cpu/cpu_matmul.c"
 #include "../backends/cpu/threadpool.c"
+#include "../backends/cuda/cuda_codegen.c"
+#include "../backends/cuda/cuda_device.c"
+#include "../backends/cuda/cuda_driver.c"
+#include "../backends/cuda/cuda_matmul.c"
+#include "../backends/cuda/cuda_ptxas.c"
 #endif

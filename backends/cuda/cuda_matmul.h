@@ -1,0 +1,80 @@
+/* cuda_matmul.h — the shared-memory tiled f32 matmul kernel for NVIDIA GPUs, generated as
+   LLVM IR (LLVM-C) into a module prepared by cuda_codegen (cuda_matmul.c has the algorithm
+   and walks one tile through it).
+
+       // M rows of A and C, N columns of B and C, K the contraction
+       C[b][M,N] = epilogue(A[b][M,K] x B[b][K,N])          (B given as [K,N], or as [N,K])
+
+   Kernel ABI:
+       void NAME(ptr addrspace(1) noalias readonly A, ptr addrspace(1) noalias readonly B,
+                 ptr addrspace(1) C, ptr addrspace(1) extra_0, ..., extra_{n_extra-1})
+   launched with cuda_matmul_launch's grid and block and no dynamic shared memory (the
+   tiles are static shared arrays). Buffers are dense row-major; batch item b starts at
+   b * stride elements of each operand (stride 0 broadcasts one operand to every item).
+   C never aliases A or B; an extra buffer may be C itself (an in-place residual).
+
+   Shapes are compile-time constants (hlojit kernels are specialised to their shapes), so
+   the bounds checks that make any M, N, K correct fold away where they cannot fail. */
+#ifndef HLOJIT_CUDA_MATMUL_H
+#define HLOJIT_CUDA_MATMUL_H
+
+#include "cuda_error.h"
+#include <llvm-c/Core.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What an epilogue sees for one output element, at the builder's insertion point. */
+typedef struct cuda_mm_epilogue_args {
+  LLVMBuilderRef b;
+  LLVMModuleRef mod;
+  LLVMValueRef kernel;
+  LLVMValueRef acc;        /* f32: the sum over k of A[row,k] * B[k,col] */
+  LLVMValueRef row, col;   /* i64, clamped into [0,M) x [0,N): the value is stored only
+                              when the unclamped element exists, so loads at (row, col)
+                              are always in bounds */
+  LLVMValueRef batch;      /* i64 */
+  const LLVMValueRef *extra;   /* the kernel's extra parameters, n_extra of them */
+  int n_extra;
+} cuda_mm_epilogue_args;
+
+/* Returns the f32 value to store. Straight-line code only (no new blocks): it is emitted
+   64 times per thread, once per register of the 8x8 block. */
+typedef LLVMValueRef (*cuda_mm_epilogue_fn)(void *user, const cuda_mm_epilogue_args *a);
+
+typedef struct cuda_matmul_spec {
+  int64_t m, n, k;          /* >= 1, >= 1, >= 0 (k = 0: C = epilogue(0)) */
+  bool b_nk;                /* B is [N,K] (C = A B^T: attention's Q K^T, a tied lm head) */
+  int64_t batch;            /* >= 1; blockIdx.z walks it (<= 65535) */
+  int64_t stride_a, stride_b, stride_c;   /* elements between batch items */
+  int tile;                 /* 0: cuda_matmul_choose_tile; else 64 or 128 */
+  int bk;                   /* K slice staged per step: 8 (default) or 16 */
+  int sm_count;             /* for the tile choice; default 108 (A100) */
+  int min_blocks;           /* blocks per SM ptxas budgets registers for (.minnctapersm);
+                               0: the rule in cuda_matmul.c (no spills at any variant) */
+  bool aligned16;           /* the caller promises 16-byte aligned A, B, C (default true);
+                               float4 paths also need the row lengths and strides to be
+                               multiples of 4 elements */
+  int n_extra;              /* extra buffer parameters for the epilogue, <= 8 */
+  cuda_mm_epilogue_fn epilogue;   /* NULL: store the sum */
+  void *epilogue_user;
+} cuda_matmul_spec;
+void cuda_matmul_spec_init(cuda_matmul_spec *s);   /* batch 1, bk 8, aligned16, the rest 0 */
+
+/* How to launch what cuda_matmul_emit made, and which paths it took. */
+typedef struct cuda_matmul_launch {
+  int tile, bk, threads;    /* 128 -> 256 threads, 64 -> 64 threads (8x8 outputs each) */
+  unsigned grid[3], block[3];
+  unsigned shared_bytes;    /* static shared memory of the kernel */
+  bool vec_a, vec_b, vec_c; /* float4 global loads of A, of B; float4 stores of C */
+} cuda_matmul_launch;
+
+/* 64x64 when M or N is at most 64 (a 128 tile would be half empty) or when 128x128 tiles
+   would leave SMs without a block; else 128x128. A fixed rule until measured per shape. */
+int cuda_matmul_choose_tile(const cuda_matmul_spec *s);
+
+/* Emits kernel |name| into |mod| (prepared with cuda_codegen_prepare_module; the kernel is
+   marked with cuda_mark_kernel). HJ_ERR_INVALID_ARG for a spec out of range, with why. */
+hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
+                           cuda_matmul_launch *out, cuda_error *e);
+
+#endif /* HLOJIT_CUDA_MATMUL_H */
