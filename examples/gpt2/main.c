@@ -54,7 +54,8 @@ static const char USAGE[] =
     "  --top-p P            sample from the smallest set holding probability P (default 1)\n"
     "  --seed S             seed of the sampler's generator (default 0): same seed, same text\n"
     "  --backend B          auto|cpu|cuda|interp (default auto)\n"
-    "  --threads N          CPU threads (default 0: all cores)\n"
+    "  --threads N          CPU threads (0: all cores; default: all, or 1 for a model\n"
+    "                       under 32 MB, whose kernels are too short to share)\n"
     "  --print-ids          print the generated ids (comma-separated) instead of text\n"
     "  --verify DIR         write every step's embeddings, residuals and logits as .npy\n"
     "                       (the layout of tests/reference/gpt2.py's verify folders)\n"
@@ -67,7 +68,7 @@ static const char USAGE[] =
 typedef struct args {
   const char *model, *prompt, *ids, *verify, *vocab;
   int tokens, threads, layers_per_graph;
-  bool greedy, sampling_flag, print_ids, stats, no_eot, help;
+  bool threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
   gpt2_sampler_opts so;
   hj_backend_t backend;
 } args;
@@ -148,6 +149,7 @@ static int parse_args(int argc, char **argv, args *a) {
     } else if (!strcmp(flag, "--threads")) {
       if (!parse_long(val, 0, 1024, &n)) return usage_err("--threads: '%s' is not a count in 0..1024", val, "");
       a->threads = (int)n;
+      a->threads_set = true;
     } else if (!strcmp(flag, "--layers-per-graph")) {
       if (!parse_long(val, 0, 4096, &n)) return usage_err("--layers-per-graph: '%s' is not a count >= 0", val, "");
       a->layers_per_graph = (int)n;
@@ -251,6 +253,20 @@ static int find_vocab(const args *a, const char *model_dir, int V, gpt2_bpe **bp
     *bpe = NULL;
   }
   return 0;
+}
+
+/* A model this small runs on one thread unless --threads says otherwise: its kernels take
+   microseconds, less than handing work to a second thread costs, and on a busy machine a
+   second thread that has to wait for a core made the bundled model's decode 30x slower. */
+#define GPT2_SMALL_MODEL (32 << 20)
+
+static double weight_bytes(const gpt2_weights *w) {
+  double n = 0;
+  for (int i = 0; i < gpt2_weights_count(w); i++) {
+    const gpt2_tensor *t = gpt2_weights_get(w, i);
+    n += 4.0 * (double)t->shape[0] * (double)(t->ndim == 2 ? t->shape[1] : 1);
+  }
+  return n;
 }
 
 /* --ids "464,3290" -> a malloc'd array. */
@@ -409,6 +425,7 @@ int main(int argc, char **argv) {
   gpt2_session_opts_init(&so);
   so.backend = a.backend;
   so.num_threads = a.threads;
+  if (!a.threads_set && weight_bytes(w) <= GPT2_SMALL_MODEL) so.num_threads = 1;
   so.layers_per_graph = a.layers_per_graph;
   so.verify_dir = a.verify;
   if (gpt2_session_create(w, &so, &s, &err)) goto done;

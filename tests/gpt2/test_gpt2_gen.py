@@ -3,12 +3,12 @@
 Verification: `build/gpt2 --verify DIR` and the reference write the same folder (per step:
 emb, every block's residual, the last logits; ids.npy), compared here step by step:
 emb / residuals by max|a - b| / max|ref| (limit 1e-4), logits by max|a - b| (limit 1e-3),
-ids exactly (greedy). The reference is tests/reference/gpt2.py when the tree has it, else
-tests/gpt2/np_gpt2.py (float64, recomputing every step from position 0: no KV cache).
-The worst figures measured are printed at the end of the run.
+ids exactly (greedy). The reference is tests/reference/gpt2.py (NumPy, f32). The worst figures measured are
+printed at the end of the run.
 
-Models are random checkpoints at GPT-2's init scales, made here by gen_checkpoints.py
-(never committed): a small config (L=2, C=64, NH=4, V=500 padded to 512, maxT=128) as
+Models: the bundled Shakespeare model (its 200 greedy ids recorded by the training run,
+and 30 steps layer by layer), and random checkpoints at GPT-2's init scales, made here by
+gen_checkpoints.py (never committed): a small config (L=2, C=64, NH=4, V=500 padded to 512, maxT=128) as
 llm.c f32, llm.c bf16 and Hugging Face safetensors. Variants: one block per graph (the
 default) and the whole model as one graph, 2 blocks per graph, the evaluator backend, 1
 and 2 threads (bitwise equal), a generation that fills the context, one that grows the
@@ -34,12 +34,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 import gen_checkpoints as gen  # noqa: E402
-import np_gpt2  # noqa: E402
 from gpt2_testlib import VOCAB_DIR, report  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+import gpt2 as ref  # noqa: E402
 
 GPT2 = ROOT / "build" / "gpt2"
 GPT2_ASAN = ROOT / "build" / "asan" / "gpt2"
-REF_DIR = ROOT / "tests" / "reference"
+BUNDLED = ROOT / "examples" / "gpt2" / "data" / "shakespeare"
 SMALL = dict(L=2, NH=4, C=64, V=500, Vp=512, maxT=128)
 PROMPT = "5,77,300,499,12"
 STEPS = 10
@@ -85,13 +87,8 @@ def models(tmp_path_factory):
 
 def reference(model, ids, tokens, out):
     """The reference's verify folder for a greedy run of |tokens| steps."""
-    if (REF_DIR / "gpt2.py").exists():
-        sys.path.insert(0, str(REF_DIR))
-        import gpt2 as ref  # noqa: E402
-        assert ref._main(["generate", "--model", str(model), "--ids", ids, "--tokens",
-                          str(tokens), "--greedy", "--verify", str(out)]) == 0
-    else:
-        np_gpt2.generate_verify(model, [int(i) for i in ids.split(",")], tokens, out)
+    assert ref._main(["generate", "--model", str(model), "--ids", ids, "--tokens",
+                      str(tokens), "--greedy", "--verify", str(out)]) == 0
 
 
 def compare(ref, got):
@@ -143,6 +140,30 @@ def test_verify_small(models, tmp_path, variant):
     kind, args = VARIANTS[variant]
     verify(models[kind], args, tmp_path, name=f"small ({variant})",
            ref_model=models["bf16"] if kind == "bf16" else models["llmc"])
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    meta = BUNDLED / "train_config.json"
+    if not (BUNDLED / "model.bin").exists() or not meta.exists():
+        pytest.skip(f"skipped: no bundled model in {BUNDLED}")
+    return json.loads(meta.read_text())
+
+
+def test_bundled_greedy_ids(bundled):
+    """The 200 greedy ids the training run recorded (JAX-trained weights, NumPy reference)."""
+    r = run(GPT2, ["--model", BUNDLED / "model.bin", "--ids", ",".join(map(str, bundled["prompt_ids"])),
+                   "--tokens", 200, "--greedy", "--print-ids", "--backend", "cpu"])
+    got = ids_of(r)
+    same = next((i for i, (a, b) in enumerate(zip(got, bundled["greedy_ids"])) if a != b), None)
+    report(f"bundled model: {len(got)} greedy ids, "
+           f"{'identical to the training log' if same is None else f'first difference at {same}'}")
+    assert got == bundled["greedy_ids"]
+
+
+def test_verify_bundled(bundled, tmp_path):
+    verify(BUNDLED / "model.bin", ["--backend", "cpu"], tmp_path, tokens=30,
+           ids=",".join(map(str, bundled["prompt_ids"])), name="bundled Shakespeare model")
 
 
 def test_verify_until_context_full(models, tmp_path):
