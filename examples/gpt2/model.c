@@ -106,8 +106,9 @@ hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_t
   return hj_add(x, gpt2_mlp(gpt2_norm(x, p->ln2w, p->ln2b), p));
 }
 
-hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t wte) {
-  return gpt2_linear(gpt2_norm(x, lnfw, lnfb), wte, HJ_NONE, GPT2_OUT_IN); // (1, Vp)
+hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t lm_head,
+                      gpt2_layout layout) {
+  return gpt2_linear(gpt2_norm(x, lnfw, lnfb), lm_head, HJ_NONE, layout); // (1, Vp)
 }
 
 /* ---- graphs ---------------------------------------------------------------------------- */
@@ -143,7 +144,7 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   const int nb = sp->n_blocks;
   int nin = 0, nout = 0;
   *sig = (gpt2_sig){.x_in = -1, .pos = -1, .wte = -1, .wpe = -1, .lnfw = -1, .lnfb = -1,
-                    .layer0 = -1, .cache0 = -1, .main_out = -1, .kv0 = -1, .emb = -1,
+                    .lm_head = -1, .layer0 = -1, .cache0 = -1, .main_out = -1, .kv0 = -1, .emb = -1,
                     .res0 = -1};
   // Parameters, in model.h's order (each hj_param its own statement: C leaves the order
   // of arguments unspecified).
@@ -152,8 +153,8 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   sig->x_in = nin++;
   hj_tensor_t pos = hj_param(g, HJ_S32, HJ_SCALAR, "pos");
   sig->pos = nin++;
-  hj_tensor_t wte = HJ_NONE, wpe = HJ_NONE, lnfw = HJ_NONE, lnfb = HJ_NONE;
-  if (sp->embed || sp->head) {
+  hj_tensor_t wte = HJ_NONE, wpe = HJ_NONE, lnfw = HJ_NONE, lnfb = HJ_NONE, lm = HJ_NONE;
+  if (sp->embed || (sp->head && !sp->lm_head_t)) {
     wte = param_like(g, &w->wte, "wte");
     sig->wte = nin++;
   }
@@ -166,6 +167,10 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
     sig->lnfw = nin++;
     lnfb = param_like(g, &w->lnfb, "lnfb");
     sig->lnfb = nin++;
+    if (sp->lm_head_t) {
+      lm = hj_param(g, HJ_F32, HJ_SHAPE(C, w->wte.shape[0]), "lm_head");
+      sig->lm_head = nin++;
+    }
   }
   gpt2_lparams lp[nb > 0 ? nb : 1];
   sig->layer0 = nin;
@@ -204,7 +209,8 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
       const int64_t one_row[2] = {1, C};
       row = hj_dynamic_slice(x, st, one_row); // (1, C)
     }
-    out = gpt2_head(row, lnfw, lnfb, wte); // (1, Vp)
+    out = sp->lm_head_t ? gpt2_head(row, lnfw, lnfb, lm, GPT2_IN_OUT)   // (1, Vp)
+                        : gpt2_head(row, lnfw, lnfb, wte, GPT2_OUT_IN);
   }
 
   // Outputs.

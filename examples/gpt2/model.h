@@ -15,7 +15,9 @@
    the query's; the lm_head is tied to wte and covers all Vp rows (the padding rows are
    zero in llm.c files, so their logits are 0): the caller reads the first V. Reading the
    whole of wte keeps the tied matrix a plain parameter (a slice of it to V rows would be a
-   154 MB copy per run at 124M).
+   154 MB copy per run at 124M). The head may instead read wte transposed, (C, Vp), as a
+   parameter of its own (spec.lm_head_t): a plain x @ W, whose M = 1 kernel streams memory
+   faster today than the one for x @ W^T (session.h).
 
    Matrices come in the checkpoint's own layout (gpt2_layout, weights.h): llm.c's (out, in)
    runs as x @ W^T through dot_general contracting both operands' last dims, safetensors'
@@ -45,8 +47,10 @@
      x_in    embed: ids s32[n]; else x f32[n, C]
      pos     s32[]: prefill: the row whose logits the head computes (real length - 1);
              decode: the position fed (wpe row, cache mask)
-     wte (Vp, C), wpe (maxT, C)     when embed or head (wpe only with embed)
+     wte (Vp, C), wpe (maxT, C)     when embed or head (wpe only with embed; wte not for
+                                    a head with lm_head_t, unless it embeds too)
      lnfw, lnfb (C)                 with head
+     lm_head (C, Vp)                with head and lm_head_t: wte transposed
      12 per block, in gpt2_layer's order (ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b
                                           fcw fcb fcprojw fcprojb), shapes as stored
      decode: kc (NH, hs, Tc), vc (NH, Tc, hs) per block
@@ -92,8 +96,10 @@ hj_tensor_t gpt2_block_prefill(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_
                                hj_tensor_t *v);
 hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t kc,
                               hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kvnew);
-/* ln_f and the tied lm_head on one row: x (1, C) -> logits (1, Vp). */
-hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t wte);
+/* ln_f and the tied lm_head on one row: x (1, C) -> logits (1, Vp); |lm_head| is wte itself
+   (Vp, C) with GPT2_OUT_IN, or wte transposed (C, Vp) with GPT2_IN_OUT. */
+hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t lm_head,
+                      gpt2_layout layout);
 
 /* ---- graphs ------------------------------------------------------------------------------ */
 typedef enum { GPT2_PREFILL = 0, GPT2_DECODE } gpt2_phase;
@@ -106,11 +112,12 @@ typedef struct gpt2_spec {
   bool embed;   /* starts from ids (else from x) */
   bool head;    /* ends with the logits (else with x) */
   bool verify;  /* adds the emb and res outputs */
+  bool lm_head_t; /* the head reads a parameter of its own, wte transposed (C, Vp) */
 } gpt2_spec;
 
 /* Where each parameter and output sits (index into the exec's inputs / outputs). */
 typedef struct gpt2_sig {
-  int x_in, pos, wte, wpe, lnfw, lnfb;
+  int x_in, pos, wte, wpe, lnfw, lnfb, lm_head;
   int layer0; /* block b's 12 parameters: layer0 + 12 b .. */
   int cache0; /* decode: block b's kc at cache0 + 2 b, vc at cache0 + 2 b + 1 */
   int nin;

@@ -46,7 +46,7 @@ struct gpt2_session {
   gpt2_config cfg;
   gpt2_session_opts o;
   hj_ctx_t *ctx;
-  hj_buffer_t *wte, *wpe, *lnfw, *lnfb;
+  hj_buffer_t *wte, *wpe, *lnfw, *lnfb, *lm_head; /* lm_head: wte^T (C, Vp), or NULL */
   hj_buffer_t **lw; /* L x 12, in gpt2_layer's order */
   exe_entry **exe;
   int n_exe;
@@ -71,7 +71,8 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
-                           .layers_per_graph = 1, .verify_dir = NULL};
+                           .layers_per_graph = 1, .verify_dir = NULL,
+                           .lm_head_transposed = true};
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -97,6 +98,20 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, hj_buffer_t **ou
   return st ? gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx)) : 0;
 }
 
+/* wte (Vp, C) transposed into a new (C, Vp) buffer, in 64 x 64 tiles. */
+static int transpose_wte(gpt2_session *s, gpt2_err *err) {
+  const int64_t R = hj_buffer_shape(s->wte).dims[0], C = hj_buffer_shape(s->wte).dims[1];
+  if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(C, R), &s->lm_head))
+    return hj_fail(s, err, "lm_head (wte transposed)");
+  const float *a = hj_buffer_host_ptr(s->wte);
+  float *t = hj_buffer_host_ptr(s->lm_head);
+  for (int64_t i0 = 0; i0 < R; i0 += 64)
+    for (int64_t j0 = 0; j0 < C; j0 += 64)
+      for (int64_t i = i0; i < R && i < i0 + 64; i++)
+        for (int64_t j = j0; j < C && j < j0 + 64; j++) t[j * R + i] = a[i * C + j];
+  return 0;
+}
+
 static int load_weights(gpt2_session *s, gpt2_err *err) {
   const gpt2_weights *w = s->w;
   int L = s->cfg.L;
@@ -105,6 +120,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   if (tensor_buffer(s, &w->wte, &s->wte, err) || tensor_buffer(s, &w->wpe, &s->wpe, err) ||
       tensor_buffer(s, &w->lnfw, &s->lnfw, err) || tensor_buffer(s, &w->lnfb, &s->lnfb, err))
     return -1;
+  if (s->o.lm_head_transposed && transpose_wte(s, err)) return -1;
   for (int l = 0; l < L; l++) {
     const gpt2_layer *y = &w->layer[l];
     const gpt2_tensor *t[GPT2_LAYER_PARAMS] = {
@@ -137,7 +153,8 @@ static int make_stages(gpt2_session *s, gpt2_err *err) {
 
 static bool same_spec(const gpt2_spec *a, const gpt2_spec *b) {
   return a->phase == b->phase && a->n == b->n && a->Tc == b->Tc && a->n_blocks == b->n_blocks &&
-         a->embed == b->embed && a->head == b->head && a->verify == b->verify;
+         a->embed == b->embed && a->head == b->head && a->verify == b->verify &&
+         a->lm_head_t == b->lm_head_t;
 }
 
 static const char *stage_name(const gpt2_spec *sp) {
@@ -293,7 +310,8 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
     stage *t = &s->st[i];
     gpt2_spec sp = {.phase = phase, .n = phase == GPT2_PREFILL ? T : 1,
                     .Tc = phase == GPT2_DECODE && t->nb ? s->Tc : 0, .n_blocks = t->nb,
-                    .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL};
+                    .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL,
+                    .lm_head_t = t->head && s->lm_head};
     const exe_entry *x_e = NULL;
     if (get_exe(s, &sp, &x_e, err)) return -1;
     const gpt2_sig *g = &x_e->sig;
@@ -309,6 +327,7 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
     if (g->wte >= 0) in[g->wte] = s->wte;
     if (g->wpe >= 0) in[g->wpe] = s->wpe;
     if (g->lnfw >= 0) in[g->lnfw] = s->lnfw, in[g->lnfb] = s->lnfb;
+    if (g->lm_head >= 0) in[g->lm_head] = s->lm_head;
     for (int b = 0; b < t->nb; b++) {
       for (int j = 0; j < GPT2_LAYER_PARAMS; j++)
         in[g->layer0 + GPT2_LAYER_PARAMS * b + j] = s->lw[(t->l0 + b) * GPT2_LAYER_PARAMS + j];
@@ -461,6 +480,7 @@ void gpt2_session_free(gpt2_session *s) {
   hj_buffer_destroy(s->wpe);
   hj_buffer_destroy(s->lnfw);
   hj_buffer_destroy(s->lnfb);
+  hj_buffer_destroy(s->lm_head);
   hj_buffer_destroy(s->id1);
   hj_buffer_destroy(s->pos);
   hj_ctx_destroy(s->ctx);

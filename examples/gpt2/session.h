@@ -33,6 +33,14 @@
    twice its file size in memory). (Zero-copy buffers over the mapping, issue 10, will
    remove the copy for f32 files.)
 
+   LM HEAD. The tied lm_head is logits = x @ wte^T. By default the session keeps a second
+   copy of wte, transposed to (C, Vp), for the head, so that its M = 1 matmul is a plain
+   x @ W: the CPU backend's kernel for that streamed the 154 MB of GPT-2 124M's wte at
+   about 22 GB/s on one thread where the x @ W^T kernel managed 11-15 GB/s (same run,
+   turns taken, on this shared 2-core machine), and the head is a third of what a decode
+   step reads. It costs V x C floats more memory (154 MB at 124M) and a transpose at
+   start. (When the library's x @ W^T kernel streams as fast, this copy goes.)
+
    VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
    DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
    the layout of tests/reference/gpt2.py's verify folders (n_0 = the prompt's real rows).
@@ -42,6 +50,7 @@
 #ifndef GPT2_SESSION_H
 #define GPT2_SESSION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gpt2_err.h"
@@ -53,6 +62,7 @@ typedef struct gpt2_session_opts {
   int num_threads;        /* 0: all cores (default) */
   int layers_per_graph;   /* default 1; 0: the whole model in one graph */
   const char *verify_dir; /* NULL (default): no verify output */
+  bool lm_head_transposed; /* default true: the head reads a (C, Vp) copy of wte (LM HEAD) */
 } gpt2_session_opts;
 void gpt2_session_opts_init(gpt2_session_opts *o);
 
