@@ -22,8 +22,9 @@
        timing, about what a step reads) on as many threads. The KV cache the step reads
        (2 L 256 C floats, 19 MB) is on top, so the ratio slightly understates. Goal:
        >= 0.92.
-   Decode is also timed with the session's lm_head_transposed off (the head reading wte
-   itself, x @ wte^T): what the transposed copy of wte buys (session.h, LM HEAD).
+   Both are timed twice: with the session's default matrix layouts (session.h, LAYOUTS)
+   and with kernel_layouts off (every matrix as the file stores it, the head reading wte
+   itself), to show what the layouts buy.
    Every measurement is the best of several runs, the runs of all kinds taking turns over
    rounds, so a busy spell of a shared machine hits all of them; read the ratios (and the
    load line at the end: other processes' share of the CPU during the run).
@@ -290,73 +291,74 @@ int main(int argc, char **argv) {
   bytes = 4.0 * ((double)VP * C + C + 2 * C + L * (12.0 * C * C + 13 * C));
   double kv_bytes = 4.0 * 2 * L * 256 * C;
 
-  runner run[2] = {{0}}, rows[2] = {{0}}; /* rows: lm_head_transposed off */
+  // run[v][t]: v = 0 the session's default (kernel_layouts), 1 every matrix as stored
+  runner run[2][2];
+  memset(run, 0, sizeof run);
   rd_pool pool[2];
-  double t_gemm[2], t_rd[2], t_pf[2][2], t_dec[2], t_rows[2], comp[2];
+  double t_gemm[2], t_rd[2], t_pf[2][2][2], t_dec[2][2], comp[2];
   for (int t = 0; t < nthr; t++) {
     for (int v = 0; v < 2; v++) {
       gpt2_session_opts o;
       gpt2_session_opts_init(&o);
       o.backend = HJ_BACKEND_CPU;
       o.num_threads = threads[t];
-      o.lm_head_transposed = v == 0;
+      o.kernel_layouts = v == 0;
       gpt2_err err;
-      runner *x = v ? &rows[t] : &run[t];
+      runner *x = &run[v][t];
       if (gpt2_session_create(w, &o, &x->s, &err)) {
         fprintf(stderr, "bench_gpt2: %s\n", err.msg);
         return 1;
       }
       for (int i = 0; i < 256; i++) x->ids[i] = (int32_t)((i * 7919) % V);
+      // Compile every bucket (and warm up) outside the timed rounds.
+      prefill_once(x, 64);
+      prefill_once(x, 256);
+      prefill_once(x, 255);
+      decode_once(x);
+      if (x->bad) return 1;
+      t_dec[v][t] = t_pf[v][t][0] = t_pf[v][t][1] = 1e30;
     }
-    prefill_once(&rows[t], 255);
-    decode_once(&rows[t]);
     if (rd_start(&pool[t], threads[t])) return 1;
-    // Compile every bucket (and warm up) outside the timed rounds.
-    prefill_once(&run[t], 64);
-    prefill_once(&run[t], 256);
-    prefill_once(&run[t], 255);
-    decode_once(&run[t]);
     gpt2_session_stats st;
-    gpt2_session_get_stats(run[t].s, &st);
+    gpt2_session_get_stats(run[0][t].s, &st);
     comp[t] = st.compile_s;
-    t_gemm[t] = t_rd[t] = t_dec[t] = t_rows[t] = t_pf[t][0] = t_pf[t][1] = 1e30;
-    if (run[t].bad || rows[t].bad) return 1;
+    t_gemm[t] = t_rd[t] = 1e30;
   }
   for (int round = 0; round < rounds; round++)
     for (int t = 0; t < nthr; t++) {
       openblas_set_num_threads(threads[t]);
       for (int k = 0; k < 3; k++) keep_min(&t_gemm[t], sgemm_once());
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
-      for (int k = 0; k < 3; k++) keep_min(&t_pf[t][0], prefill_once(&run[t], 64));
-      for (int k = 0; k < 2; k++) keep_min(&t_pf[t][1], prefill_once(&run[t], 256));
-      prefill_once(&run[t], 255);
-      for (int k = 0; k < 10; k++) {
-        keep_min(&t_dec[t], decode_once(&run[t]));
-        keep_min(&t_rows[t], decode_once(&rows[t]));
+      for (int v = 0; v < 2; v++) {
+        runner *x = &run[v][t];
+        for (int k = 0; k < 3; k++) keep_min(&t_pf[v][t][0], prefill_once(x, 64));
+        for (int k = 0; k < 2; k++) keep_min(&t_pf[v][t][1], prefill_once(x, 256));
+        prefill_once(x, 255);
       }
+      for (int k = 0; k < 10; k++)
+        for (int v = 0; v < 2; v++) keep_min(&t_dec[v][t], decode_once(&run[v][t]));
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
     }
   int bad = 0;
-  printf("\nyardsticks (best of the run)            prefill (last-position logits)              decode at 256\n");
-  printf("%3s | %10s %9s | %-37s | %-37s | %s\n", "thr", "sgemm GF/s", "read GB/s",
+  printf("\n%-10s yardsticks (best of the run)   prefill (last-position logits)              decode at 256\n", "");
+  printf("%-10s %3s | %10s %9s | %-37s | %-37s | %s\n", "layouts", "thr", "sgemm GF/s", "read GB/s",
          "T=64: ms  bound ms  ratio (goal 0.75)", "T=256: ms  bound ms  ratio (goal 0.85)",
          "ms  bound ms  ratio (goal 0.92)  tok/s");
-  for (int t = 0; t < nthr; t++) {
-    double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9, gbs = 4.0 * RD_N * RD_READS / t_rd[t] / 1e9;
-    double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = bytes / (gbs * 1e9);
-    printf("%3d | %10.1f %9.1f | %8.2f %9.2f %7.2f %s        | %9.2f %9.2f %7.2f %s        | "
-           "%6.2f %9.2f %7.2f %s %12.1f\n",
-           threads[t], gf, gbs, t_pf[t][0] * 1e3, b0 * 1e3, b0 / t_pf[t][0],
-           b0 / t_pf[t][0] >= 0.75 ? "  " : "!!", t_pf[t][1] * 1e3, b1 * 1e3, b1 / t_pf[t][1],
-           b1 / t_pf[t][1] >= 0.85 ? "  " : "!!", t_dec[t] * 1e3, bd * 1e3, bd / t_dec[t],
-           bd / t_dec[t] >= 0.92 ? "  " : "!!", 1.0 / t_dec[t]);
-    bad |= run[t].bad | rows[t].bad;
-  }
-  printf("decode with the lm_head as wte itself (x @ wte^T, no transposed copy): ");
-  for (int t = 0; t < nthr; t++)
-    printf("%d thr %.2f ms (%.2f of the bound)  ", threads[t], t_rows[t] * 1e3,
-           bytes / (4.0 * RD_N * RD_READS / t_rd[t]) / t_rows[t]);
-  printf("\n");
+  for (int v = 0; v < 2; v++)
+    for (int t = 0; t < nthr; t++) {
+      double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9, gbs = 4.0 * RD_N * RD_READS / t_rd[t] / 1e9;
+      double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = bytes / (gbs * 1e9);
+      const double *pf = t_pf[v][t], dec = t_dec[v][t];
+      printf("%-10s %3d | %10.1f %9.1f | %8.2f %9.2f %7.2f %s        | %9.2f %9.2f %7.2f %s        | "
+             "%6.2f %9.2f %7.2f %s %12.1f\n",
+             v ? "as stored" : "kernel", threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
+             b0 / pf[0] >= 0.75 ? "  " : "!!", pf[1] * 1e3, b1 * 1e3, b1 / pf[1],
+             b1 / pf[1] >= 0.85 ? "  " : "!!", dec * 1e3, bd * 1e3, bd / dec,
+             bd / dec >= 0.92 ? "  " : "!!", 1.0 / dec);
+      bad |= run[v][t].bad;
+    }
+  printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
+         " every matrix as llm.c stores it, (out, in), the head reading wte)\n");
   printf("\nFLOPs: T=64 %.2f G, T=256 %.2f G (block matmuls + full attention squares + one lm_head "
          "row); decode reads %.1f MB of weights (+ %.1f MB of KV cache, not in the bound)\n",
          flops[0] / 1e9, flops[1] / 1e9, bytes / 1e6, kv_bytes / 1e6);
@@ -366,8 +368,7 @@ int main(int argc, char **argv) {
   bench_load_report(load0);
   for (int t = 0; t < nthr; t++) {
     rd_stop(&pool[t]);
-    gpt2_session_free(run[t].s);
-    gpt2_session_free(rows[t].s);
+    for (int v = 0; v < 2; v++) gpt2_session_free(run[v][t].s);
   }
   free(g_params);
   free(g_rd_mem);

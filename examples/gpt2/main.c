@@ -3,7 +3,8 @@
      gpt2 --model FILE|DIR (--prompt TEXT | --ids 464,3290) [--tokens N]
           [--greedy | --temperature T --top-k K --top-p P --seed S]
           [--backend auto|cpu|cuda|interp] [--threads N] [--print-ids]
-          [--verify DIR] [--stats] [--vocab DIR] [--layers-per-graph N] [--no-eot] [--help]
+          [--verify DIR] [--stats] [--vocab DIR] [--layers-per-graph N]
+          [--layouts kernel|stored] [--no-eot] [--help]
 
    The model is an llm.c checkpoint or a Hugging Face model.safetensors (a directory means
    DIR/model.safetensors; config.json beside it). The vocabulary (encoder.json + vocab.bpe)
@@ -62,13 +63,15 @@ static const char USAGE[] =
     "  --stats              one line at the end: compiles, cache hits, tokens/s\n"
     "  --vocab DIR          encoder.json + vocab.bpe (default: beside the model, else GPT-2's)\n"
     "  --layers-per-graph N blocks per compiled graph (default 1; 0: the whole model)\n"
+    "  --layouts L          kernel (default): each matrix in the layout the CPU kernels\n"
+    "                       stream fastest; stored: as the file stores them\n"
     "  --no-eot             do not stop at <|endoftext|>\n"
     "  --help               this text\n";
 
 typedef struct args {
   const char *model, *prompt, *ids, *verify, *vocab;
   int tokens, threads, layers_per_graph;
-  bool threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
+  bool stored_layouts, threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
   gpt2_sampler_opts so;
   hj_backend_t backend;
 } args;
@@ -128,7 +131,8 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     static const char *const valued[] = {"--model", "--prompt", "--ids", "--verify", "--vocab",
                                          "--tokens", "--threads", "--layers-per-graph", "--top-k",
-                                         "--seed", "--temperature", "--top-p", "--backend"};
+                                         "--seed", "--temperature", "--top-p", "--backend",
+                                         "--layouts"};
     bool known = false;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(flag, valued[k]);
     if (!known) return usage_err("unknown option '%s'", flag, "");
@@ -171,6 +175,10 @@ static int parse_args(int argc, char **argv, args *a) {
       if (!parse_double(val, &d) || !(d > 0 && d <= 1)) return usage_err("--top-p: '%s' is not a number in (0, 1]", val, "");
       a->so.top_p = d;
       a->sampling_flag = true;
+    } else if (!strcmp(flag, "--layouts")) {
+      if (strcmp(val, "kernel") && strcmp(val, "stored"))
+        return usage_err("--layouts: '%s' is not kernel or stored", val, "");
+      a->stored_layouts = !strcmp(val, "stored");
     } else if (!strcmp(flag, "--backend")) {
       static const char *const nm[] = {"auto", "interp", "cpu", "cuda"};
       static const hj_backend_t be[] = {HJ_BACKEND_AUTO, HJ_BACKEND_INTERP, HJ_BACKEND_CPU, HJ_BACKEND_CUDA};
@@ -428,6 +436,7 @@ int main(int argc, char **argv) {
   if (!a.threads_set && weight_bytes(w) <= GPT2_SMALL_MODEL) so.num_threads = 1;
   so.layers_per_graph = a.layers_per_graph;
   so.verify_dir = a.verify;
+  so.kernel_layouts = !a.stored_layouts;
   if (gpt2_session_create(w, &so, &s, &err)) goto done;
   g.s = s;
   if (!a.print_ids && bpe && !(g.P == 1 && g.ids[0] == g.eot)) { // the prompt, then the

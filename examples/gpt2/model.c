@@ -33,8 +33,8 @@ hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout
 }
 
 hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p) {
-  hj_tensor_t f = hj_gelu_tanh(gpt2_linear(h, p->fcw, p->fcb, p->layout)); // (n, 4C)
-  return gpt2_linear(f, p->fcprojw, p->fcprojb, p->layout);                // (n, C)
+  hj_tensor_t f = hj_gelu_tanh(gpt2_linear(h, p->fcw, p->fcb, p->lay_fc)); // (n, 4C)
+  return gpt2_linear(f, p->fcprojw, p->fcprojb, p->lay_fcproj);                // (n, C)
 }
 
 /* (T, C) -> (NH, T, hs), or (NH, hs, T) with |perm| {1, 2, 0}. */
@@ -92,17 +92,17 @@ hj_tensor_t gpt2_attn_decode(hj_tensor_t qkv, hj_tensor_t kc, hj_tensor_t vc, hj
 
 hj_tensor_t gpt2_block_prefill(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t *k,
                                hj_tensor_t *v) {
-  hj_tensor_t qkv = gpt2_linear(gpt2_norm(x, p->ln1w, p->ln1b), p->qkvw, p->qkvb, p->layout);
+  hj_tensor_t qkv = gpt2_linear(gpt2_norm(x, p->ln1w, p->ln1b), p->qkvw, p->qkvb, p->lay_qkv);
   hj_tensor_t y = gpt2_attn_prefill(qkv, NH, k, v);
-  x = hj_add(x, gpt2_linear(y, p->attprojw, p->attprojb, p->layout));
+  x = hj_add(x, gpt2_linear(y, p->attprojw, p->attprojb, p->lay_attproj));
   return hj_add(x, gpt2_mlp(gpt2_norm(x, p->ln2w, p->ln2b), p));
 }
 
 hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t kc,
                               hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kvnew) {
-  hj_tensor_t qkv = gpt2_linear(gpt2_norm(x, p->ln1w, p->ln1b), p->qkvw, p->qkvb, p->layout);
+  hj_tensor_t qkv = gpt2_linear(gpt2_norm(x, p->ln1w, p->ln1b), p->qkvw, p->qkvb, p->lay_qkv);
   hj_tensor_t y = gpt2_attn_decode(qkv, kc, vc, pos, NH, kvnew);
-  x = hj_add(x, gpt2_linear(y, p->attprojw, p->attprojb, p->layout));
+  x = hj_add(x, gpt2_linear(y, p->attprojw, p->attprojb, p->lay_attproj));
   return hj_add(x, gpt2_mlp(gpt2_norm(x, p->ln2w, p->ln2b), p));
 }
 
@@ -134,7 +134,8 @@ static void declare_block(hj_graph_t *g, const gpt2_layer *lw, int b, gpt2_lpara
     snprintf(name, sizeof name, "b%d.%s", b, nm[i]);
     *dst[i] = param_like(g, t[i], name);
   }
-  p->layout = lw->qkvw.layout;
+  p->lay_qkv = lw->qkvw.layout, p->lay_attproj = lw->attprojw.layout;
+  p->lay_fc = lw->fcw.layout, p->lay_fcproj = lw->fcprojw.layout;
 }
 
 hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, gpt2_sig *sig) {

@@ -19,12 +19,13 @@
    parameter of its own (spec.lm_head_t): a plain x @ W, whose M = 1 kernel streams memory
    faster today than the one for x @ W^T (session.h).
 
-   Matrices come in the checkpoint's own layout (gpt2_layout, weights.h): llm.c's (out, in)
-   runs as x @ W^T through dot_general contracting both operands' last dims, safetensors'
-   (in, out) as x @ W; the CPU backend has kernels for both (rhs transposed or not), so
-   nothing is transposed at load time. (hj_linear(x, w, b, layout), issue 10, replaces
-   gpt2_linear when it lands.) Weights are f32 parameters: bf16 files are widened once at
-   load (session.c).
+   Each matrix comes in a layout of its own (gpt2_layout, weights.h; the shapes and layouts
+   gpt2_build sees are those of the gpt2_weights it is given): (out, in), llm.c's, runs as
+   x @ W^T through dot_general contracting both operands' last dims; (in, out),
+   safetensors', as x @ W. The CPU backend has kernels for both (rhs transposed or not);
+   which layout each matrix is kept in is the session's choice (session.h, LAYOUTS).
+   (hj_linear(x, w, b, layout), issue 10, replaces gpt2_linear when it lands.) Weights are
+   f32 parameters: bf16 files are widened once at load (session.c).
 
    ATTENTION
    Prefill (n = T rows at positions 0..T-1): q, v (NH, T, hs) and k transposed, (NH, hs, T),
@@ -69,11 +70,12 @@
 #define GPT2_LN_EPS 1e-5
 enum { GPT2_LAYER_PARAMS = 12 };
 
-/* One block's parameters as graph tensors, and the layout of its matrices. */
+/* One block's parameters as graph tensors, and the layout of each matrix (GPT2_OUT_IN or
+   GPT2_IN_OUT: they may differ, session.h). */
 typedef struct gpt2_lparams {
   hj_tensor_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb;
   hj_tensor_t ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  gpt2_layout layout; /* GPT2_OUT_IN or GPT2_IN_OUT */
+  gpt2_layout lay_qkv, lay_attproj, lay_fc, lay_fcproj;
 } gpt2_lparams;
 
 /* ---- one function per layer ------------------------------------------------------------ */

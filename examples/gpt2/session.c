@@ -46,6 +46,8 @@ struct gpt2_session {
   gpt2_config cfg;
   gpt2_session_opts o;
   hj_ctx_t *ctx;
+  gpt2_weights wv;          /* the shapes and layouts of the buffers (for gpt2_build) */
+  gpt2_layer *wv_layers;
   hj_buffer_t *wte, *wpe, *lnfw, *lnfb, *lm_head; /* lm_head: wte^T (C, Vp), or NULL */
   hj_buffer_t **lw; /* L x 12, in gpt2_layer's order */
   exe_entry **exe;
@@ -72,62 +74,81 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
                            .layers_per_graph = 1, .verify_dir = NULL,
-                           .lm_head_transposed = true};
+                           .kernel_layouts = true};
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
 
-static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, hj_buffer_t **out,
-                         gpt2_err *err) {
-  hj_shape_t sh = t->ndim == 2 ? HJ_SHAPE(t->shape[0], t->shape[1]) : HJ_SHAPE(t->shape[0]);
-  const void *data = t->data;
-  float *wide = NULL;
-  if (t->dtype == GPT2_BF16) { // bf16 -> f32 is exact: the bits move up 16 places
-    int64_t n = hj_shape_numel(sh);
-    wide = malloc(sizeof *wide * (size_t)n);
-    if (!wide) return gpt2_errf(err, "%s: out of memory widening bf16", t->name);
-    const uint16_t *h = t->data;
-    for (int64_t i = 0; i < n; i++) {
-      uint32_t u = (uint32_t)h[i] << 16;
-      memcpy(&wide[i], &u, 4);
-    }
-    data = wide;
-  }
-  hj_status st = hj_buffer_from_host(s->ctx, HJ_F32, sh, data, out);
-  free(wide);
-  return st ? gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx)) : 0;
+/* Element i of |t| as f32 (bf16 -> f32 is exact: the bits move up 16 places). */
+static inline float elem(const gpt2_tensor *t, int64_t i) {
+  if (t->dtype == GPT2_F32) return ((const float *)t->data)[i];
+  uint32_t u = (uint32_t)((const uint16_t *)t->data)[i] << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }
 
-/* wte (Vp, C) transposed into a new (C, Vp) buffer, in 64 x 64 tiles. */
-static int transpose_wte(gpt2_session *s, gpt2_err *err) {
-  const int64_t R = hj_buffer_shape(s->wte).dims[0], C = hj_buffer_shape(s->wte).dims[1];
-  if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(C, R), &s->lm_head))
-    return hj_fail(s, err, "lm_head (wte transposed)");
-  const float *a = hj_buffer_host_ptr(s->wte);
-  float *t = hj_buffer_host_ptr(s->lm_head);
-  for (int64_t i0 = 0; i0 < R; i0 += 64)
-    for (int64_t j0 = 0; j0 < C; j0 += 64)
-      for (int64_t i = i0; i < R && i < i0 + 64; i++)
-        for (int64_t j = j0; j < C && j < j0 + 64; j++) t[j * R + i] = a[i * C + j];
+/* A new f32 buffer holding |t|, transposed if |transpose| (a matrix, in 64 x 64 tiles);
+   *view describes it (|t| with the shape and layout of the buffer). */
+static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose,
+                         gpt2_tensor *view, hj_buffer_t **out, gpt2_err *err) {
+  const int64_t R = t->shape[0], C = t->ndim == 2 ? t->shape[1] : 1;
+  transpose = transpose && t->ndim == 2;
+  hj_shape_t sh = t->ndim == 1 ? HJ_SHAPE(R) : transpose ? HJ_SHAPE(C, R) : HJ_SHAPE(R, C);
+  if (hj_buffer_create(s->ctx, HJ_F32, sh, out))
+    return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+  float *d = hj_buffer_host_ptr(*out);
+  if (!transpose && t->dtype == GPT2_F32) {
+    memcpy(d, t->data, sizeof *d * (size_t)(R * C));
+  } else if (!transpose) {
+    for (int64_t i = 0; i < R * C; i++) d[i] = elem(t, i);
+  } else {
+    for (int64_t i0 = 0; i0 < R; i0 += 64)
+      for (int64_t j0 = 0; j0 < C; j0 += 64)
+        for (int64_t i = i0; i < R && i < i0 + 64; i++)
+          for (int64_t j = j0; j < C && j < j0 + 64; j++) d[j * R + i] = elem(t, i * C + j);
+  }
+  *view = *t;
+  if (transpose) {
+    view->shape[0] = C, view->shape[1] = R;
+    view->layout = t->layout == GPT2_OUT_IN ? GPT2_IN_OUT : GPT2_OUT_IN;
+  }
   return 0;
+}
+
+/* With kernel_layouts, the layout block matrix |i| (gpt2_layer's order) is kept in. */
+static gpt2_layout kept_layout(const gpt2_session *s, int i, gpt2_layout stored) {
+  if (!s->o.kernel_layouts || stored == GPT2_VECTOR) return stored;
+  return i == 10 ? GPT2_OUT_IN : GPT2_IN_OUT; // fcprojw (out, in); qkvw, attprojw, fcw (in, out)
 }
 
 static int load_weights(gpt2_session *s, gpt2_err *err) {
   const gpt2_weights *w = s->w;
-  int L = s->cfg.L;
+  const int L = s->cfg.L;
+  s->wv = *w;
+  s->wv.layer = s->wv_layers = calloc((size_t)L, sizeof *s->wv_layers);
   s->lw = calloc((size_t)L * GPT2_LAYER_PARAMS, sizeof *s->lw);
-  if (!s->lw) return gpt2_errf(err, "out of memory");
-  if (tensor_buffer(s, &w->wte, &s->wte, err) || tensor_buffer(s, &w->wpe, &s->wpe, err) ||
-      tensor_buffer(s, &w->lnfw, &s->lnfw, err) || tensor_buffer(s, &w->lnfb, &s->lnfb, err))
+  if (!s->lw || !s->wv_layers) return gpt2_errf(err, "out of memory");
+  gpt2_tensor lm;
+  if (tensor_buffer(s, &w->wte, false, &s->wv.wte, &s->wte, err) ||
+      tensor_buffer(s, &w->wpe, false, &s->wv.wpe, &s->wpe, err) ||
+      tensor_buffer(s, &w->lnfw, false, &s->wv.lnfw, &s->lnfw, err) ||
+      tensor_buffer(s, &w->lnfb, false, &s->wv.lnfb, &s->lnfb, err) ||
+      (s->o.kernel_layouts && tensor_buffer(s, &w->wte, true, &lm, &s->lm_head, err)))
     return -1;
-  if (s->o.lm_head_transposed && transpose_wte(s, err)) return -1;
   for (int l = 0; l < L; l++) {
     const gpt2_layer *y = &w->layer[l];
+    gpt2_layer *v = &s->wv_layers[l];
     const gpt2_tensor *t[GPT2_LAYER_PARAMS] = {
         &y->ln1w, &y->ln1b, &y->qkvw, &y->qkvb, &y->attprojw, &y->attprojb,
         &y->ln2w, &y->ln2b, &y->fcw,  &y->fcb,  &y->fcprojw,  &y->fcprojb};
-    for (int i = 0; i < GPT2_LAYER_PARAMS; i++)
-      if (tensor_buffer(s, t[i], &s->lw[l * GPT2_LAYER_PARAMS + i], err)) return -1;
+    gpt2_tensor *tv[GPT2_LAYER_PARAMS] = {
+        &v->ln1w, &v->ln1b, &v->qkvw, &v->qkvb, &v->attprojw, &v->attprojb,
+        &v->ln2w, &v->ln2b, &v->fcw,  &v->fcb,  &v->fcprojw,  &v->fcprojb};
+    for (int i = 0; i < GPT2_LAYER_PARAMS; i++) {
+      bool tr = kept_layout(s, i, t[i]->layout) != t[i]->layout;
+      if (tensor_buffer(s, t[i], tr, tv[i], &s->lw[l * GPT2_LAYER_PARAMS + i], err)) return -1;
+    }
   }
   return 0;
 }
@@ -182,7 +203,7 @@ static int get_exe(gpt2_session *s, const gpt2_spec *sp, const exe_entry **out, 
            sp->phase == GPT2_PREFILL ? "T" : "Tc", sp->phase == GPT2_PREFILL ? sp->n : sp->Tc);
   double t0 = now_s();
   hj_graph_t *g = NULL; // the executable keeps its own copy of the module
-  int bad = hj_graph_create(s->ctx, "gpt2", &g) || gpt2_build(g, s->w, sp, &x->sig) ||
+  int bad = hj_graph_create(s->ctx, "gpt2", &g) || gpt2_build(g, &s->wv, sp, &x->sig) ||
             hj_compile(g, &x->e);
   if (bad) hj_fail(s, err, what);
   hj_graph_destroy(g);
@@ -476,6 +497,7 @@ void gpt2_session_free(gpt2_session *s) {
   if (s->lw)
     for (int i = 0; i < s->cfg.L * GPT2_LAYER_PARAMS; i++) hj_buffer_destroy(s->lw[i]);
   free(s->lw);
+  free(s->wv_layers);
   hj_buffer_destroy(s->wte);
   hj_buffer_destroy(s->wpe);
   hj_buffer_destroy(s->lnfw);

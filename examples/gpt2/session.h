@@ -28,18 +28,24 @@
    kvnew output are copied into them on the host; the graphs only read the cache. (With
    donated buffers, issue 10, the decode graph writes in place and the copy goes.)
 
-   WEIGHTS. Each tensor becomes an f32 hj_buffer, in the file's layout (a copy today; a
-   bf16 checkpoint is widened to f32 here, so it computes exactly as its f32 twin and uses
-   twice its file size in memory). (Zero-copy buffers over the mapping, issue 10, will
-   remove the copy for f32 files.)
+   WEIGHTS. Each tensor becomes an f32 hj_buffer (a copy today, in the layout LAYOUTS
+   says; a bf16 checkpoint is widened to f32 here, so it computes exactly as its f32 twin
+   and uses twice its file size in memory). (Zero-copy buffers over the mapping, issue
+   10, will remove the copy for f32 files kept in their own layout.)
 
-   LM HEAD. The tied lm_head is logits = x @ wte^T. By default the session keeps a second
-   copy of wte, transposed to (C, Vp), for the head, so that its M = 1 matmul is a plain
-   x @ W: the CPU backend's kernel for that streamed the 154 MB of GPT-2 124M's wte at
-   about 22 GB/s on one thread where the x @ W^T kernel managed 11-15 GB/s (same run,
-   turns taken, on this shared 2-core machine), and the head is a third of what a decode
-   step reads. It costs V x C floats more memory (154 MB at 124M) and a transpose at
-   start. (When the library's x @ W^T kernel streams as fast, this copy goes.)
+   LAYOUTS. Each matrix may run as x @ W with W (in, out) or as x @ W^T with W (out, in);
+   the CPU backend has an M = 1 (decode) kernel for each, and today they stream memory at
+   different speeds depending on the shape. With |kernel_layouts| (the default) the session
+   keeps each matrix in the layout that decoded fastest here, whatever the file's:
+     qkvw, attprojw, fcw (in, out); fcprojw (out, in); and, for the tied lm_head, a second
+     copy of wte transposed to (C, Vp), so the head is a plain x @ W (wte itself stays for
+     the embedding).
+   Measured on GPT-2 124M, one thread, the layouts taking turns in one process on this
+   shared 2-core machine: 12 decode blocks 17.9-21.4 ms this way against 21.8-24.8 ms
+   all (out, in) (llm.c's) and 20.4-23.5 ms all (in, out) (safetensors'); the lm_head
+   6.5-7.1 ms over wte^T against 10.2-14.3 ms over wte. The cost: V x C floats more memory
+   (154 MB at 124M) and transposes at start; prefill is not slower (bench_gpt2 times both
+   settings). When the library's kernels stream alike in both layouts, this goes.
 
    VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
    DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
@@ -62,7 +68,8 @@ typedef struct gpt2_session_opts {
   int num_threads;        /* 0: all cores (default) */
   int layers_per_graph;   /* default 1; 0: the whole model in one graph */
   const char *verify_dir; /* NULL (default): no verify output */
-  bool lm_head_transposed; /* default true: the head reads a (C, Vp) copy of wte (LM HEAD) */
+  bool kernel_layouts;     /* default true: matrices in the layouts of LAYOUTS; false: as
+                              the file stores them */
 } gpt2_session_opts;
 void gpt2_session_opts_init(gpt2_session_opts *o);
 

@@ -10,7 +10,8 @@ Models: the bundled Shakespeare model (its 200 greedy ids recorded by the traini
 and 30 steps layer by layer), and random checkpoints at GPT-2's init scales, made here by
 gen_checkpoints.py (never committed): a small config (L=2, C=64, NH=4, V=500 padded to 512, maxT=128) as
 llm.c f32, llm.c bf16 and Hugging Face safetensors. Variants: one block per graph (the
-default) and the whole model as one graph, 2 blocks per graph, the evaluator backend, 1
+default) and the whole model as one graph, 2 blocks per graph, the matrices in the
+session's kernel layouts (the default) and as the file stores them, the evaluator backend, 1
 and 2 threads (bitwise equal), a generation that fills the context, one that grows the
 cache through buckets 64 -> 128 -> 256. The 124M-shaped check (500 MB checkpoint, minutes) runs only
 with HLOJIT_GPT2_124M=1.
@@ -132,6 +133,8 @@ VARIANTS = {
     "llmc bf16, cpu": ("bf16", ["--backend", "cpu"]),
     "safetensors, cpu": ("hf", ["--backend", "cpu"]),
     "llmc f32, interp": ("llmc", ["--backend", "interp"]),
+    "llmc f32, cpu, matrices as stored": ("llmc", ["--backend", "cpu", "--layouts", "stored"]),
+    "safetensors, cpu, matrices as stored": ("hf", ["--backend", "cpu", "--layouts", "stored"]),
 }
 
 
@@ -301,6 +304,7 @@ BAD_FLAGS = [
     (["--model", "m.bin", "--top-k", "-3"], "--top-k"),
     (["--model", "m.bin", "--seed", "-3"], "--seed"),
     (["--model", "m.bin", "--backend", "tpu"], "--backend"),
+    (["--model", "m.bin", "--layouts", "rows"], "--layouts"),
     (["--model", "m.bin", "--greedy", "--temperature", "0.7"], "--greedy"),
     (["--model", "m.bin", "--greedy=1"], "takes no value"),
     (["--model", "m.bin", "--ids", "1", "--prompt", "x"], "not both"),
