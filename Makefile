@@ -23,11 +23,12 @@ CFLAGS  += $(CUDA_CFLAGS)
 LDLIBS  += $(CUDA_LDLIBS)
 # The parts of hlojit_impl/ (one folder each, see hlojit_impl/README.md), then the backends.
 # LLVM_FREE_SRC is what the evaluator-only single-header build (HLOJIT_NO_LLVM) contains.
-PARTS   := ir text eval passes runtime api
+PARTS   := ir text eval passes runtime api jit
 LLVM_FREE_SRC := $(wildcard $(PARTS:%=hlojit_impl/%/*.c)) backends/backends.c \
            $(wildcard backends/interp/*.c)
-LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c,$(LLVM_FREE_SRC))
-LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c $(wildcard hlojit_impl/emitters/*.c) \
+LLVM_FREE_SRC := $(filter-out hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c,$(LLVM_FREE_SRC))
+LIB_SRC := $(LLVM_FREE_SRC) hlojit_impl/runtime/compile.c hlojit_impl/runtime/code_key.c \
+           $(wildcard hlojit_impl/emitters/*.c) \
            $(CPU_SRC) $(CUDA_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
@@ -125,6 +126,12 @@ PYTEST  := $(PY) -m pytest -q -rfEs
 test-py: all $(BA)/hlojit
 	$(PYTEST) tests/py
 
+# The tracing JIT's sweep driver (tests/py/test_jit_numpy.py runs it).
+$(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+test-py test-py-cpu: $(B)/tests/jit_sweep
+
 test-golden: all
 	$(PYTEST) tests/py/test_golden.py
 
@@ -147,12 +154,14 @@ test-fuzz:
 # says which passed. Exit status 1 if any failed.
 TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2
 
+# The suites run with the disk cache off (HLOJIT_CACHE_DIR=off): a test must compile what it
+# checks; the cache tests choose their own directories.
 test: deps
 	@$(MAKE) --no-print-directory all || { echo "== make test: FAILED (build)"; exit 1; }
 	@res=""; fail=0; \
 	for s in $(TEST_SUITES); do \
 	  echo "== $$s"; \
-	  if $(MAKE) --no-print-directory $$s; then res="$$res $$s:ok"; \
+	  if HLOJIT_CACHE_DIR=off $(MAKE) --no-print-directory $$s; then res="$$res $$s:ok"; \
 	  else res="$$res $$s:FAILED"; fail=1; fi; \
 	done; \
 	if [ $$fail = 0 ]; then echo "== make test: PASSED ($$res )"; \
@@ -168,6 +177,29 @@ include examples/gpt2/gpt2.mk
 demo: deps
 	$(MAKE) all gpt2
 	@$(MAKE) --no-print-directory gpt2-demo
+
+# `make install PREFIX=/usr/local` (and DESTDIR for staging): hlojit.h, libhlojit.a,
+# libhlojit.so, the hlojit tool, and PREFIX/lib/pkgconfig/hlojit.pc, whose Libs carry
+# LLVM's link flags. A program then builds with `cc prog.c $$(pkg-config --cflags --libs
+# hlojit)`. The single-header mode (HLOJIT_IMPLEMENTATION) compiles the source tree and is
+# not installed: vendor hlojit.h, hlojit_impl/ and backends/ for it. `make uninstall`
+# removes what install put there.
+PREFIX  ?= /usr/local
+HJ_VERSION := $(shell awk '/define HJ_VERSION_MAJOR/{a=$$3} /define HJ_VERSION_MINOR/{b=$$3} END{print a "." b}' hlojit.h)
+.PHONY: install uninstall
+install: lib $(B)/hlojit
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 hlojit.h $(DESTDIR)$(PREFIX)/include/hlojit.h
+	install -m 644 $(B)/libhlojit.a $(DESTDIR)$(PREFIX)/lib/libhlojit.a
+	install -m 755 $(B)/libhlojit.so $(DESTDIR)$(PREFIX)/lib/libhlojit.so
+	install -m 755 $(B)/hlojit $(DESTDIR)$(PREFIX)/bin/hlojit
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(HJ_VERSION)|' -e 's|@LLVM_LIBS@|$(strip $(CPU_LDLIBS))|' \
+	  tools/hlojit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/hlojit.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/hlojit.h $(DESTDIR)$(PREFIX)/lib/libhlojit.a \
+	  $(DESTDIR)$(PREFIX)/lib/libhlojit.so $(DESTDIR)$(PREFIX)/bin/hlojit \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/hlojit.pc
 
 clean:
 	rm -rf $(B)

@@ -27,16 +27,32 @@
        hj_buffer_destroy(out[0]); ... hj_exec_destroy(e); hj_graph_destroy(g); hj_ctx_destroy(ctx);
 
    BUILD OPTIONS
-   - Link build/libhlojit.a or build/libhlojit.so (made by `make`) with
+   - After `make install PREFIX=...`: `cc prog.c $(pkg-config --cflags --libs hlojit)`
+     (hlojit.pc's Libs carry LLVM's flags), or
+   - link build/libhlojit.a or build/libhlojit.so (made by `make`) with
      `$(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl`, or
    - define HLOJIT_IMPLEMENTATION in exactly one .c file before `#include "hlojit.h"`:
      the whole implementation, CPU backend included, is then compiled into that
      translation unit. Compile it with -std=gnu11, -I pointing at the directory holding
      hlojit.h and hlojit_impl/ (and backends/ beside them), and
      -I$(llvm-config-19 --includedir); link with $(llvm-config-19 --ldflags --libs)
-     -lm -lpthread -ldl. Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
+     -lm -lpthread -ldl. Both need the headers <stb/stb_ds.h> and <xxhash.h> (Debian
+     libstb-dev, libxxhash-dev; used header-only, nothing more to link). Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
      headers or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
      HJ_BACKEND_CPU fails, saying so).
+
+   CODE CACHE
+   The CPU backend compiles an executable's kernels (one LLVM module) once per key and keeps
+   the machine code: loaded in the context (a module compiled twice is compiled once, also
+   after its executables are destroyed), and on disk as a relocatable object file that a
+   later process loads into its JIT instead of compiling (hj_exec_stats().code_source says
+   which happened). The key is the emitted LLVM IR (names made canonical) with the LLVM
+   version, target triple, CPU name and features, so code from another hlojit, LLVM or CPU
+   is never loaded. Directory: hj_ctx_options.cache_dir, else $HLOJIT_CACHE_DIR, else
+   $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off" disables it. $HLOJIT_CACHE_MAX_MB
+   bounds it (default 1024; least recently used entries go first). Writes are atomic (a
+   temporary file renamed), so processes may share a directory; a truncated, corrupt,
+   foreign or mismatched entry is a miss: recompiled and rewritten, never loaded.
 
    CONVENTIONS
    - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
@@ -65,10 +81,20 @@
               dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
               arena per executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
-              (hj_exec_stats counts them).
-   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the tracing JIT with
-              shape buckets, the disk cache, the GPT-2 example. Bounded dynamic dims
-              (HJ_DYN) are accepted and printed (`f32[<=64,768]`) and run at their bound.
+              (hj_exec_stats counts them);
+              donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
+              caches), buffers over caller memory and mapped files, names and bound inputs,
+              hj_linear, closures (sub-graphs using enclosing tensors), per-thunk profiles
+              ($HLOJIT_PROFILE, hj_exec_profile), make install + pkg-config;
+              the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
+              dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
+              an LRU memory cache of executables, statistics;
+              the code cache (CPU backend): machine code compiled once per context and kept
+              on disk for the next process (CODE CACHE below).
+   - not yet: the CUDA (NVPTX) backend (asking for it fails clearly), the GPT-2 example. A
+              module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`) compiled with
+              hj_compile runs at its bounds (get-dimension-size reads the bound);
+              hj_jit_call runs it at any real size.
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -147,6 +173,11 @@ typedef struct hj_ctx_options {
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);
                                for measuring what fusion buys */
+  const char *cache_dir;    /* the disk cache of compiled code: NULL: $HLOJIT_CACHE_DIR, else
+                               $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off": none
+                               (HLOJIT_CACHE_MAX_MB bounds it, default 1024) */
+  bool profile;             /* time every thunk of every run (hj_exec_profile); default:
+                               $HLOJIT_PROFILE is set and not "0" */
 } hj_ctx_options_t;
 
 typedef struct hj_ctx hj_ctx_t;
@@ -267,8 +298,9 @@ hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit,
 hj_tensor_t hj_dynamic_slice(hj_tensor_t x, const hj_tensor_t *starts, const int64_t *sizes);
 hj_tensor_t hj_dynamic_update_slice(hj_tensor_t x, hj_tensor_t update, const hj_tensor_t *starts);
 hj_tensor_t hj_concat(const hj_tensor_t *xs, int n, int axis);
-/* |out| receives |n| tensors; |sizes| sums to x's size along |axis|. */
-hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tensor_t *out);
+/* A tuple of |n| slices of |x| along |axis|; |sizes| sums to x's size there. Take it apart
+   with hj_unpack (or hj_get_tuple_element): see "multi-result ops" below. */
+hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n);
 hj_tensor_t hj_pad(hj_tensor_t x, hj_tensor_t value, const int64_t *lo, const int64_t *hi,
                    const int64_t *interior);                     /* interior may be NULL */
 hj_tensor_t hj_reverse(hj_tensor_t x, const int64_t *dims, int n);
@@ -305,11 +337,22 @@ typedef struct hj_dot_dims {
   const int64_t *lhs_contracting; int n_lhs_contracting;
   const int64_t *rhs_contracting; int n_rhs_contracting;
 } hj_dot_dims_t;
+/* XLA's DotGeneral. The result's dims, in this order (XLA's rule): the batch dims (in
+   lhs_batch order), then a's remaining dims (in a's order), then b's remaining dims (in b's
+   order). E.g. a (B, T, C), b (C, N), contracting a's 2 with b's 0, no batch: (B, T, N). */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
-/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations */
+/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations.
+   Multi-result ops: every op with several results (hj_split, hj_while, hj_conditional,
+   hj_call of a sub-graph with several outputs, hj_reduce_with and hj_sort_with of several
+   operands) returns ONE tensor, a tuple; hj_get_tuple_element takes one element and
+   hj_unpack all of them. The tuple costs nothing: the compiler removes it. */
 hj_tensor_t hj_tuple(hj_graph_t *g, const hj_tensor_t *xs, int n);
 hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index);
+/* out[i] = element i of tuple |t|, for the |n| elements it has (another count is an error
+   recorded in the graph: HJ_ERR_SHAPE); a poisoned |t| gives poisoned tensors and the
+   graph's status. */
+hj_status hj_unpack(hj_tensor_t t, hj_tensor_t *out, int n);
 hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n);
 hj_tensor_t hj_map(hj_graph_t *scalar_fn, const hj_tensor_t *args, int n);
 /* |cond| takes the state and returns pred[]; |body| takes and returns the state. */
@@ -343,6 +386,12 @@ hj_tensor_t hj_causal_mask(hj_graph_t *g, int64_t T);
 /* table (V, C), ids (...) integer -> (..., C); out-of-range ids clamp like XLA's gather. */
 hj_tensor_t hj_embedding(hj_tensor_t table, hj_tensor_t ids);
 hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins */
+/* A linear layer: x (..., in) times the weights, plus the bias |b| (out) unless it is
+   HJ_NONE -> (..., out). The weights as checkpoints store them: HJ_LINEAR_IN_OUT, w (in,
+   out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
+   y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. */
+typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
+hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
 
 /* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies
@@ -372,9 +421,11 @@ hj_status hj_module_optimize(hj_module_t *m);
 hj_status hj_compile(hj_graph_t *g, hj_exec_t **out);
 /* The executable borrows |m|: keep it alive until hj_exec_destroy. */
 hj_status hj_compile_module(hj_ctx_t *ctx, hj_module_t *m, hj_exec_t **out);
-/* Runs with |nin| input buffers (flattened entry parameters). Each out[i] that is NULL
-   receives a new buffer (the caller destroys it); a non-NULL one must have the output's
-   dtype and shape and is overwritten. */
+/* Runs with |nin| input buffers (flattened entry parameters, in order). Each out[i] that is
+   NULL receives a new buffer (the caller destroys it); a non-NULL one must have the output's
+   dtype and shape and is overwritten. With inputs bound (hj_exec_bind), |in| holds only the
+   unbound ones; an output that aliases an input (donation) follows the rules of "donation"
+   below. */
 hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout);
 int hj_exec_num_inputs(const hj_exec_t *e);
 int hj_exec_num_outputs(const hj_exec_t *e);
@@ -402,7 +453,10 @@ typedef struct hj_exec_stats {
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
+  int code_source;            /* where the machine code came from: HJ_CODE_COMPILED, _MEMORY
+                                 (the same code was loaded in this context already), _DISK */
 } hj_exec_stats_t;
+enum { HJ_CODE_COMPILED = 0, HJ_CODE_MEMORY = 1, HJ_CODE_DISK = 2 };
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 
 /* ---- buffers --------------------------------------------------------------------------- */
@@ -418,6 +472,246 @@ void hj_buffer_destroy(hj_buffer_t *b);
 /* NumPy .npy files (format 1.0/2.0/3.0, C order, little-endian; bf16 as 'V2'). */
 hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out);
 hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
+
+/* ---- the tracing JIT and dynamic shapes ----------------------------------------------------
+   hj_jit_create wraps a C function that builds a graph, |build|(g, params, n, user): it
+   receives a fresh graph and one tensor per declared parameter and builds the computation
+   with the ops above, marking its results with hj_graph_output, exactly as for hj_compile.
+   hj_jit_call runs it on buffers: the first call with a new signature traces |build| (calls
+   it once), compiles, and keeps the executable in an LRU memory cache; later calls with the
+   same signature run the cached executable at once.
+
+   Dynamic dims. A parameter dim declared HJ_DYN(max) may have any size 1..max at each call.
+   It is rounded up to its bucket — the next power of two, never above max; or the smallest
+   of options.buckets that holds it (max is always the last bucket) — and the trace sees it
+   as a bounded dim `<=bucket` (printed f32[<=64,768], as XLA writes it). The inputs are
+   padded to the bucket with zeros, the real sizes reach the kernels as s32 runtime scalars,
+   every reduction, dot contraction, softmax max and sum, mean/var divisor, cumulative op,
+   gather, concatenate, pad, reverse and slice that crosses a padded dim is masked or
+   corrected (passes/dynamic_padder.c), and the outputs come back at their real sizes
+   (without a copy when only their leading dim is cut). Results equal the unpadded
+   computation up to f32 rounding (reductions may sum in another order). So lengths 1..1000
+   of one function compile at most 11 times (1, 2, 4, ..., 512, 1000).
+   A graph the padder cannot pad (scatter or sort along a dynamic dim, a reshape that
+   splits or merges a dynamic dim into minor position, while loops over dynamic state, an
+   iota of a dynamic shape reduced over) is compiled at each exact size instead; the stats'
+   pad_note says why.
+   The cache key is (this jit, the bucketed shapes, the dtypes, padding or exact); the
+   function and its options belong to the jit object itself.
+
+   Runtime scalars. Values that change every call without recompiling are inputs, not
+   shapes: a KV-cache position is an s32[] parameter used as a dynamic-(update-)slice start
+   and in a mask (iota < pos), the cache itself has its static maximum length. One compile
+   serves every position.
+
+   Pitfalls of tracing (each has a test in tests/unit/test_jit.c):
+   - C values read inside |build| are frozen into the trace: a global or |user| field read
+     there is a constant of the compiled code; change it and calls keep the old value until
+     something retraces. Pass what changes as a parameter.
+   - Branches are frozen the same way: |build| cannot see data (tensors have no values while
+     tracing); an `if` on a C variable picks one side for good. Use hj_select or
+     hj_conditional for data-dependent choices.
+   - A shape change outside the declared dynamic dims (another static size, another dtype)
+     is a new trace and a new compile; hj_jit_stats().last_miss names the parameter, the dim
+     or the dtype that changed. The rank must match the declaration.
+   - Outputs are the caller's buffers: each call makes new ones (or fills the ones passed,
+     which must have the real output shape); nothing returned aliases the JIT's state, so a
+     later call never overwrites an earlier result.
+   - Inside |build|, hj_tensor_shape() of a dynamic dim gives -bucket (the bound, negated);
+     the real size as a tensor is hj_dim_size(). Reshape targets are static: write the
+     dynamic dim as -1 (inferred) or as the bound.
+   Statistics count calls, compiles, memory hits, disk hits (compiles whose machine code came
+   from the disk cache), evictions, and the trace and compile times; with HLOJIT_LOG=1 every
+   miss prints one line on stderr:
+     hlojit: jit 'NAME': miss 3 (param 'x' dim 0: bucket 8 -> 16 (size 9)): trace 0.1 ms, compile 41.0 ms */
+typedef struct hj_jit hj_jit_t;
+
+typedef struct hj_jit_param {
+  const char *name;                /* NULL: "argN" */
+  hj_shape_t shape;                /* HJ_DYN(max) for dynamic dims; the rank is checked, the
+                                      static sizes are the expected ones (not checked: another
+                                      size is a new trace) */
+} hj_jit_param_t;
+
+typedef struct hj_jit_options {
+  const char *name;                /* the function's name in messages and logs; "jit" */
+  const hj_jit_param_t *params;    /* copied by hj_jit_create */
+  int nparams;
+  const int64_t *buckets;          /* ascending sizes dynamic dims round up to; NULL: powers
+                                      of two. Copied. */
+  int nbuckets;
+  int cache_entries;               /* executables kept in memory (LRU); default 16 */
+  bool no_padding;                 /* compile every exact shape (no buckets): for comparison */
+} hj_jit_options_t;
+
+/* Builds the graph of one trace; returns HJ_OK or an error (the message in the context or
+   the graph). */
+typedef hj_status (*hj_jit_build_fn)(hj_graph_t *g, const hj_tensor_t *params, int nparams,
+                                     void *user);
+
+typedef struct hj_jit_stats {
+  int64_t calls;
+  int64_t compiles;                /* traces compiled (memory misses) */
+  int64_t memory_hits;
+  int64_t disk_hits;               /* compiles whose machine code came from the disk cache */
+  int64_t exact_compiles;          /* of the compiles, at exact sizes (padding declined) */
+  int64_t evictions;               /* executables dropped by the LRU */
+  int entries;                     /* executables in memory now */
+  double trace_ms;                 /* total: build function, module, dynamic padder */
+  double compile_ms;               /* total: hj_compile_module of the traces, of which */
+  double passes_ms, emit_ms, optimize_ms, codegen_ms;   /* (hj_exec_stats' parts, summed) */
+  const char *last_miss;           /* why the last compile happened; "" before any */
+  const char *pad_note;            /* why padding is off (exact sizes); "" when it is on */
+} hj_jit_stats_t;
+
+void hj_jit_options_init(hj_jit_options_t *opt);
+/* |opt| must declare the parameters. *out is NULL on failure. */
+hj_status hj_jit_create(hj_ctx_t *ctx, hj_jit_build_fn build, void *user,
+                        const hj_jit_options_t *opt, hj_jit_t **out);
+/* Runs the function on |nin| input buffers (one per declared parameter). Each out[i] that is
+   NULL receives a new buffer of the real output shape (the caller destroys it); a non-NULL
+   one must have that shape and dtype and is overwritten. Calls on one jit are serialised. */
+hj_status hj_jit_call(hj_jit_t *jit, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout);
+hj_status hj_jit_stats(const hj_jit_t *jit, hj_jit_stats_t *out);  /* strings live in |jit| */
+void hj_jit_destroy(hj_jit_t *jit);
+
+/* Ops for dynamic shapes. hj_dim_size: the real size of dim |dim| of |x| as an s32 scalar
+   (a constant for a static dim; XLA's get-dimension-size for a bounded one).
+   hj_reduce_window: XLA's reduce-window with |r|'s identity as init; |window| per dim,
+   |strides| (NULL: 1) and |pad_lo|, |pad_hi| (NULL: 0) per dim.
+   hj_cumulative: the inclusive running reduction along |axis| (r = HJ_RED_SUM: cumsum,
+   HJ_RED_MAX: running max, ...), from the end when |reverse|. */
+hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
+hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
+                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
+hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
+/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ==========
+
+   ---- buffers without a copy ----------------------------------------------------------
+   Every buffer is reference counted: the create/wrap/map/view call returns one reference,
+   hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
+   (for a wrapped buffer: |release| is called then, once). A buffer must outlive the runs it
+   is passed to and the executables it is bound to (binding takes a reference itself).
+
+   Alignment: the kernels load and store elements at their natural alignment (f32 at 4
+   bytes, f64 at 8) and never assume more, so |data| must be a multiple of the element size;
+   a multiple of 64 bytes (a cache line, an AVX-512 vector: what hj_buffer_create gives) is
+   faster for the vector loops. Misaligned data, or fewer than |nbytes| = elements x element
+   size bytes, is refused (HJ_ERR_INVALID_ARG, with a message). A read-only buffer (mapped,
+   or wrapped with HJ_BUFFER_READ_ONLY) may be an input, never an output: hj_exec_run
+   refuses it there (and as a donated input that would be written in place, see below).
+   hj_buffer_host_ptr of a read-only buffer points at memory that faults when written. */
+enum { HJ_BUFFER_READ_ONLY = 1 };
+typedef void (*hj_release_fn)(void *user, void *data);
+/* A buffer over the caller's |data| (|nbytes| bytes, at least what |t| and |s| need; not
+   copied). |release| (may be NULL) is called with |user| and |data| when the last reference
+   goes. |flags|: 0 or HJ_BUFFER_READ_ONLY. On failure |release| is not called. */
+hj_status hj_buffer_wrap(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, void *data, size_t nbytes,
+                         unsigned flags, hj_release_fn release, void *user, hj_buffer_t **out);
+/* Maps bytes [offset, offset + elements x size) of the file at |path| read-only (mmap,
+   MAP_PRIVATE): nothing is read until a kernel touches it, and pages come from the page
+   cache (weights: no copy, shared between processes). |offset| must be a multiple of the
+   element size; a file too short for the region is refused. The mapping lives until the
+   last reference goes (the file may be closed or renamed meanwhile). */
+hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, hj_dtype_t t,
+                             hj_shape_t s, hj_buffer_t **out);
+/* A buffer viewing bytes [offset, offset + elements x size) of |base| (no copy; read-only
+   if |base| is). It holds a reference to |base|. For one mapped checkpoint file and one view
+   per weight. */
+hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out);
+hj_buffer_t *hj_buffer_retain(hj_buffer_t *b);   /* one more reference; returns |b| */
+bool hj_buffer_is_read_only(const hj_buffer_t *b);
+
+/* ---- donation: outputs that alias parameters (XLA's input_output_alias) --------------
+   An output declared to alias a parameter is written into that parameter's buffer: the
+   caller donates the input, and after the run the buffer holds the output's value (JAX's
+   donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
+   updated rows (hj_exec_stats: kernels_dus counts it, and no copy thunk is made); an
+   elementwise update (x = x + d) runs in place too. The module prints the pair in its
+   header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
+   from such text has the alias (whether may- or must-alias, hlojit treats it the same).
+
+   Rules (each refused with a message otherwise): |output| is a flattened output leaf (the
+   hj_graph_output order when every output is an array), |param| an array parameter of the
+   top graph, both of the same byte size; an output aliases at most one parameter and a
+   parameter at most one output. Where the graph still reads the parameter after the
+   output is written (e.g. cache' = dus(cache, ..); y = f(cache)), the compiler computes the
+   output elsewhere and copies it in at the end: correct, one copy (stats.copies).
+
+   At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
+   - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
+     to in[i] with one more reference (destroy both handles, or neither);
+   - another writable buffer of the output's shape: in[i] is copied into it first (once)
+     and the run updates that copy; in[i] is left as it was.
+   A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only
+   in[i] passed as out[k] too is refused. If in[i]'s memory is also passed as another
+   input, the run works on a temporary and copies the result into out[k] afterwards.
+   Non-aliased outputs may share memory with nothing that the run reads or writes; if they
+   do, the run computes them into temporaries and copies (correct, slower). */
+/* Declares that output leaf |output| of top graph |g| aliases parameter |param|. */
+hj_status hj_graph_alias(hj_graph_t *g, int output, hj_tensor_t param);
+/* hj_graph_output(g, t) and hj_graph_alias(g, <that output>, param): t must be an array. */
+hj_status hj_graph_output_aliased(hj_graph_t *g, hj_tensor_t t, hj_tensor_t param);
+/* The input leaf that output leaf |output| aliases, -1 for none (or out of range). */
+int hj_module_output_alias(const hj_module_t *m, int output);
+int hj_exec_output_alias(const hj_exec_t *e, int output);
+
+/* ---- names and bound inputs -----------------------------------------------------------
+   Input order: the flattened leaves of the entry's parameters, in parameter order, i.e.
+   the order of the hj_param / hj_param_tuple calls on the top graph (a tuple parameter
+   expanded depth first). Output order: the flattened leaves of the outputs, in
+   hj_graph_output order. Names: a graph input is named by its hj_param name (a tuple
+   parameter's leaves "name{0}", "name{1,2}", ...; an unnamed one "in<k>"); an output by
+   hj_graph_output_named ("out<k>" otherwise, tuple leaves "name{j}"). A module's inputs are
+   named after its parameter instructions (tuple leaves "name{j}"), its outputs "out<k>".
+   Names need not be unique; a look-up of a name that several carry fails. */
+hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name);
+const char *hj_exec_input_name(const hj_exec_t *e, int i);    /* NULL out of range */
+const char *hj_exec_output_name(const hj_exec_t *e, int i);
+/* The index of the input (output) named |name|; -1 with a message in the context when no
+   input or several have it. */
+int hj_exec_find_input(const hj_exec_t *e, const char *name);
+int hj_exec_find_output(const hj_exec_t *e, const char *name);
+/* Binds |b| to input |i| (a reference is taken; the previous binding's is dropped); b NULL
+   unbinds. Wrong dtype or shape: HJ_ERR_SHAPE, nothing changes. Not while a run of |e| is
+   in progress.
+   Calling convention once inputs are bound: hj_exec_run takes only the unbound inputs, in
+   input order (nin == hj_exec_num_unbound_inputs(e)); passing all of them (a bound input
+   also given) is an error. A bound input that an output aliases is updated in place by
+   every run (a KV cache bound once); out[k] may be the bound buffer or NULL. */
+hj_status hj_exec_bind(hj_exec_t *e, int i, hj_buffer_t *b);
+hj_status hj_exec_bind_name(hj_exec_t *e, const char *name, hj_buffer_t *b);
+int hj_exec_num_unbound_inputs(const hj_exec_t *e);
+hj_buffer_t *hj_exec_bound(const hj_exec_t *e, int i);      /* NULL when unbound */
+
+/* ---- profiles -------------------------------------------------------------------------
+   With profiling on (hj_ctx_options_t.profile, $HLOJIT_PROFILE=1, or hj_exec_set_profiling)
+   every thunk of a run is timed. With $HLOJIT_PROFILE=1 the report (hj_exec_profile_text)
+   is also printed on stderr when an executable that ran is destroyed. Timing a thunk costs
+   two clock reads (~50 ns). */
+typedef struct hj_profile_entry {
+  const char *instr;          /* the HLO instruction the thunk runs (fusion, copy, while) */
+  const char *kernel;         /* its kernel's symbol; "" when it has none */
+  const char *kind;           /* loop reduction transpose matmul dus | copy eval while cond;
+                                 "module" for a backend that times only whole runs */
+  int depth;                  /* 0: the entry; 1: inside a while or conditional; ... */
+  int64_t calls;              /* times it ran (inside a while: once per iteration) */
+  double ms;                  /* total over the calls (while/cond: what runs inside too) */
+  int64_t bytes;              /* per call: its input and output leaves (an in-place
+                                 dynamic-update-slice: the update, read and written) */
+  int64_t flops;              /* per call: 2*M*N*K per dot, one per element of each
+                                 arithmetic op, one per input element of a reduce */
+} hj_profile_entry_t;
+hj_status hj_exec_set_profiling(hj_exec_t *e, bool on);
+/* The entries (malloc'd, sorted by |ms|, largest first; free() them) and the number of
+   runs and their wall time (|runs|, |run_ms| may be NULL). */
+hj_status hj_exec_profile(const hj_exec_t *e, hj_profile_entry_t **entries, int *n,
+                          int64_t *runs, double *run_ms);
+/* The report as text (malloc'd; free()): per thunk ms per run, share, calls, GB/s, GFLOP/s,
+   kind, instruction and kernel, sorted; then the compile times. */
+hj_status hj_exec_profile_text(const hj_exec_t *e, char **text);
+void hj_exec_profile_reset(hj_exec_t *e);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
 #   bench_matmul.c       hlojit's CPU matmul vs OpenBLAS cblas_sgemm in the same process;
 #   bench_elementwise.c  GELU (one fused loop kernel) vs a STREAM triad, GB/s;
 #   bench_compile.c      JIT latency of hj_compile_module;
-#   bench_block.c        a GPT-2 block fused vs no_fusion: kernels, bytes moved, time.
+#   bench_block.c        a GPT-2 block fused vs no_fusion: kernels, bytes moved, time;
+#   bench_decode.c       a GPT-2 decode step, donated KV caches at Tc 256 vs 1024 vs copies.
 # Every benchmark runs even if an earlier one fails; the last line names the failures and
 # the exit status is 1 if any failed. `make bench-NAME` (matmul, elementwise, compile, block)
 # runs one.
@@ -20,7 +21,9 @@ $(B)/bench/bench_matmul: $(BENCH_MM_SRC) $(HDRS) $(B)/libhlojit.a
 	$(CC) $(CFLAGS) $(BENCH_MM_SRC) -o $@ $(B)/libhlojit.a -lopenblas $(LDLIBS)
 
 # The other benchmarks use the public API only (hlojit.h + the library).
-BENCH_API := elementwise compile block
+BENCH_API := elementwise compile block jit
+# bench_decode.c: a GPT-2 124M decode step with donated KV caches at Tc 256 and 1024 (issue 10)
+BENCH_API += decode
 
 $(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)

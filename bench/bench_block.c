@@ -66,7 +66,7 @@ static hj_status bb_build(hj_ctx_t *ctx, int64_t T, hj_graph_t **out) {
   hj_tensor_t qkv = hj_add(hj_matmul(h, p[3]), p[4]);
   hj_tensor_t s[3];
   const int64_t sizes[3] = { BB_C, BB_C, BB_C };
-  if ((st = hj_split(qkv, 1, sizes, 3, s))) goto fail;
+  if ((st = hj_unpack(hj_split(qkv, 1, sizes, 3), s, 3))) goto fail;
   static const int64_t hd[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
   hj_tensor_t q = bb_heads(s[0], T, hd), k = bb_heads(s[1], T, kt), v = bb_heads(s[2], T, hd);
   hj_tensor_t att = hj_mul(hj_matmul(q, k), hj_scalar(g, HJ_F32, 1.0 / sqrt((double)BB_D)));

@@ -70,7 +70,7 @@ static hj_tensor_t mlp_attention(hj_graph_t *g, hj_tensor_t h, const hj_tensor_t
   hj_tensor_t qkv = hj_add(hj_matmul(h, p[3]), p[4]);                  // (B, T, 3C)
   hj_tensor_t parts[3];
   const int64_t sizes[3] = { MLP_C, MLP_C, MLP_C };
-  hj_split(qkv, 2, sizes, 3, parts);                                    // 3 x (B, T, C)
+  hj_unpack(hj_split(qkv, 2, sizes, 3), parts, 3);                      // 3 x (B, T, C)
   hj_tensor_t q = mlp_heads(parts[0]), k = mlp_heads(parts[1]), v = mlp_heads(parts[2]);
   static const int64_t kt[4] = { 0, 1, 3, 2 };
   hj_tensor_t att = hj_matmul(q, hj_transpose(k, kt, 4));              // (B, H, T, T)

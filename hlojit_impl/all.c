@@ -10,6 +10,7 @@
    runs modules on the reference evaluator). */
 
 /* ir/ */
+#include "ir/alias.c"
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
@@ -23,6 +24,7 @@
 #include "text/lex.c"
 #include "text/parse.c"
 #include "text/parse_attrs.c"
+#include "text/parse_header.c"
 #include "text/print.c"
 
 /* eval/ */
@@ -38,6 +40,8 @@
 #include "passes/cse.c"
 #include "passes/dce.c"
 #include "passes/dot_canon.c"
+#include "passes/dynamic_padder.c"
+#include "passes/dynamic_padder_ops.c"
 #include "passes/epilogue_fusion.c"
 #include "passes/fusion.c"
 #include "passes/fusion_split.c"
@@ -53,18 +57,30 @@
 
 /* runtime/ (the compile driver needs LLVM) */
 #include "runtime/buffer_assign.c"
+#include "runtime/disk_cache.c"
 #include "runtime/pass_hooks.c"
+#include "runtime/profile.c"
 #include "runtime/thunks.c"
 
 /* api/ */
 #include "api/api.c"
+#include "api/buffer.c"
 #include "api/builder.c"
 #include "api/builder_ops.c"
+#include "api/closure.c"
 #include "api/composites.c"
 #include "api/exec.c"
+#include "api/exec_io.c"
+#include "api/exec_profile.c"
+#include "api/graph_io.c"
 #include "api/graph_module.c"
 #include "api/npy.c"
 #include "api/optimize.c"
+
+/* jit/ */
+#include "jit/jit.c"
+#include "jit/jit_run.c"
+#include "jit/jit_trace.c"
 
 /* backends */
 #include "../backends/backends.c"
@@ -72,6 +88,7 @@
 
 #ifndef HLOJIT_NO_LLVM
 #include "runtime/compile.c"
+#include "runtime/code_key.c"
 #include "emitters/dus.c"
 #include "emitters/elemental.c"
 #include "emitters/elemental_index.c"
@@ -83,6 +100,7 @@
 #include "emitters/reduction.c"
 #include "emitters/transpose.c"
 #include "../backends/cpu/cpu_backend.c"
+#include "../backends/cpu/cpu_code_cache.c"
 #include "../backends/cpu/cpu_jit.c"
 #include "../backends/cpu/cpu_matmul.c"
 #include "../backends/cpu/threadpool.c"

@@ -13,7 +13,10 @@
    Buffers are host pointers: run() receives the flattened leaves of the entry's parameters
    and results (tuples depth first), as the caller's hj_buffer_t data. The API guarantees
    that no output aliases an input or another output (it computes into a temporary when the
-   caller passes such buffers), and that runs of one executable do not overlap. */
+   caller passes such buffers), except the pairs of the module's input_output_alias
+   (hlo_alias_flat): for those out[k] == in[i], the same memory, and the backend must
+   compute the output in it correctly (buffer assignment plans that: runtime.h); and that
+   runs of one executable do not overlap. */
 #ifndef HLOJIT_BACKEND_H
 #define HLOJIT_BACKEND_H
 
@@ -33,6 +36,13 @@ typedef struct hlo_backend {
   /* Optional: what the compiler made (kernel counts, times); zeroed when NULL. */
   void (*stats)(const void *exec, hj_exec_stats_t *s);
   void (*exec_free)(void *exec);       /* NULL is fine */
+  /* Optional, all three or none (issue 10): per-thunk run times. set_profiling turns the
+     timing of later runs on or off; profile appends one entry per thunk (names pointing
+     into the executable) to the stb_ds array *out; profile_reset zeroes the counts. Without
+     them the API times whole runs only. */
+  void (*set_profiling)(void *exec, bool on);
+  hj_status (*profile)(const void *exec, hj_profile_entry_t **out);
+  void (*profile_reset)(void *exec);
 } hlo_backend;
 
 /* backends/backends.c: every backend built in, in the order AUTO tries them, NULL last. */

@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(build-essential pkg-config llvm-19-dev libstb-dev libcmocka-dev libopenblas-dev python3-venv
-      libpcre2-dev libcjson-dev)  # the last two: examples/gpt2 (tokenizer regex, JSON)
+      libpcre2-dev libcjson-dev   # examples/gpt2 (tokenizer regex, JSON)
+      libxxhash-dev)              # header-only use (XXH_INLINE_ALL): the disk cache's hashes
 REQ=tests/requirements.txt
 VENV=.venv
 STAMP=$VENV/.requirements.sha256

@@ -2,7 +2,8 @@
 
      hlojit print MODULE.hlo
      hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
-                           [--random-inputs SEED] [--out DIR] [--stats]
+                           [--random-inputs SEED] [--out DIR] [--stats] [--profile]
+                           [--runs N] [--cache-dir DIR]
 
    It is a client of the public API only (hlojit.h): parse with hj_module_parse_file, compile
    with hj_compile_module, run with hj_exec_run, .npy through hj_buffer_read_npy and
@@ -16,7 +17,14 @@
 
    Output: one summary line per output, `out0 f32[2,3] min=.. max=.. mean=.. first=[...]`
    (min/max skip NaNs; a `nan=K` field appears when there are any), and DIR/outK.npy with
-   --out. --stats prints what the compiler made of the module on stderr (hj_exec_stats). Exit status 0 on success, 1 on any error, with the library's message on stderr. */
+   --out. --stats prints what the compiler made of the module on stderr (hj_exec_stats),
+   with whether its machine code came from the disk cache (hit) or was compiled (miss).
+   --cache-dir DIR: the disk cache of compiled code (hj_ctx_options.cache_dir; "off": none;
+   default $HLOJIT_CACHE_DIR, else $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit).
+   --profile times every thunk (hj_exec_set_profiling) and prints hj_exec_profile_text on
+   stderr; --runs N runs the module N times on the same buffers first (donated inputs carry
+   their updates from one run to the next). Exit status 0 on success, 1 on any error, with
+   the library's message on stderr. */
 #include "hlojit.h"
 #include <errno.h>
 #include <math.h>
@@ -33,7 +41,8 @@ static const char cli_usage[] =
   "usage: hlojit print MODULE.hlo\n"
   "       hlojit opt MODULE.hlo\n"
   "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
-  "                             [--random-inputs SEED] [--out DIR] [--stats]\n"
+  "                             [--random-inputs SEED] [--out DIR] [--stats] [--profile]\n"
+  "                             [--runs N] [--cache-dir DIR]\n"
   "       hlojit --help | --version\n"
   "\n"
   "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
@@ -48,7 +57,15 @@ static const char cli_usage[] =
   "       --backend B           interp (reference evaluator), cpu, cuda, or auto (default)\n"
   "       --out DIR             also write DIR/out0.npy, DIR/out1.npy, ...\n"
   "       --stats               print the backend, kernels by kind, evaluator fallbacks,\n"
-  "                             arena bytes and compile time on stderr\n"
+  "                             arena bytes, compile time and the code cache's hit or miss\n"
+  "                             on stderr\n"
+  "       --profile             time every thunk; print them on stderr, slowest first, with\n"
+  "                             kind, bytes, FLOPs, GB/s, GFLOP/s and the compile times\n"
+  "       --runs N              run N times (default 1) on the same buffers; outputs are\n"
+  "                             those of the last run (donated inputs carry updates over)\n"
+  "       --cache-dir DIR       the disk cache of compiled code ('off': none; default\n"
+  "                             $HLOJIT_CACHE_DIR, else $XDG_CACHE_HOME/hlojit, else\n"
+  "                             ~/.cache/hlojit)\n"
   "Exit status: 0 on success, 1 on any error (message on stderr).\n";
 
 typedef struct {
@@ -60,6 +77,9 @@ typedef struct {
   const char *out_dir;
   hj_backend_t backend;
   bool stats;
+  const char *cache_dir;
+  bool profile;
+  long runs;                 /* 0: once */
 } cli_run_args;
 
 static int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -218,6 +238,9 @@ static void cli_print_stats(const hj_exec_t *e) {
   if (s.backend == HJ_BACKEND_CPU)
     fprintf(stderr, "stats: compile_ms: passes+plan=%.2f emit=%.2f optimize=%.2f codegen=%.2f\n",
             s.passes_ms, s.emit_ms, s.optimize_ms, s.codegen_ms);
+  if (s.backend == HJ_BACKEND_CPU)
+    fprintf(stderr, "stats: code cache: %s\n", s.code_source == HJ_CODE_DISK ? "hit (disk)"
+            : s.code_source == HJ_CODE_MEMORY ? "hit (memory)" : "miss (compiled)");
   if (s.note && *s.note) fprintf(stderr, "stats: note: %s\n", s.note);
 }
 
@@ -295,11 +318,25 @@ static int cli_run_module(hj_ctx_t *ctx, hj_module_t *m, const cli_run_args *a) 
   if (!in || !out) { fprintf(stderr, "hlojit: out of memory\n"); goto done; }
   for (int i = 0; i < nin; i++)
     if (cli_make_input(ctx, m, a, i, &in[i])) goto done;
-  if ((st = hj_compile_module(ctx, m, &e)) || (st = hj_exec_run(e, in, nin, out, nout))) {
+  if ((st = hj_compile_module(ctx, m, &e)) || (a->profile && (st = hj_exec_set_profiling(e, true)))) {
     cli_lib_fail(ctx, st);
     goto done;
   }
+  for (long r = 0; r < (a->runs > 0 ? a->runs : 1); r++)
+    if ((st = hj_exec_run(e, in, nin, out, nout))) {
+      cli_lib_fail(ctx, st);
+      goto done;
+    }
   if (a->stats) cli_print_stats(e);
+  if (a->profile) {
+    char *text = NULL;
+    if ((st = hj_exec_profile_text(e, &text))) {
+      cli_lib_fail(ctx, st);
+      goto done;
+    }
+    fputs(text, stderr);
+    free(text);
+  }
   for (int k = 0; k < nout; k++) cli_summary(k, out[k]);
   rc = a->out_dir ? cli_write_outputs(ctx, out, nout, a->out_dir) : 0;
 done:
@@ -342,6 +379,18 @@ static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
       }
     } else if (!strcmp(argv[i], "--stats")) {
       a->stats = true;
+    } else if (cli_opt(argc, argv, &i, "--cache-dir", &v, &err)) {
+      a->cache_dir = v;
+    } else if (!strcmp(argv[i], "--profile")) {
+      a->profile = true;
+    } else if (cli_opt(argc, argv, &i, "--runs", &v, &err)) {
+      char *end;
+      if (!err) {
+        errno = 0;
+        a->runs = strtol(v, &end, 10);
+        if (errno || end == v || *end || a->runs < 1 || a->runs > 1000000)
+          err = cli_fail("--runs: bad count '%s' (1 to 1000000)", v);
+      }
     } else if (cli_opt(argc, argv, &i, "--out", &v, &err)) {
       a->out_dir = v;
     } else if (cli_opt(argc, argv, &i, "--backend", &v, &err)) {
@@ -371,6 +420,7 @@ static int cli_with_module(const char *path, hj_backend_t backend, const cli_run
   hj_ctx_options_t opt;
   hj_ctx_options_init(&opt);
   opt.backend = backend;
+  if (run) opt.cache_dir = run->cache_dir;
   hj_ctx_t *ctx = NULL;
   hj_module_t *m = NULL;
   hj_status st = hj_ctx_create(&opt, &ctx);

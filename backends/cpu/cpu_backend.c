@@ -21,6 +21,7 @@
    Per context (ctx_create, made on the first CPU compile): one cpu_jit and one thread pool
    of options.num_threads threads (0: every core). */
 #include "cpu_jit.h"
+#include "cpu_code_cache.h"
 #include "threadpool.h"
 #include "cpu_matmul.h"
 #include "../../hlojit_impl/backend.h"
@@ -31,12 +32,13 @@
 typedef struct cpb_state {
   cpu_jit *jit;
   tp_pool *pool;
+  cpu_cc *cc;                          /* the code cache (cpu_code_cache.h) */
 } cpb_state;
 
 typedef struct cpu_exec {
   rt_exec base;                        /* module, programs, kernels, stats */
   cpb_state *be;
-  cpu_jit_rt *rt;                      /* the executable's JIT code */
+  cpu_cc_code *code;                   /* the executable's JIT code (shared by equal modules) */
   void *matmul_scratch;                /* packed panels, shared by every matmul thunk */
   th_runtime run;
   pthread_mutex_t run_mu;              /* runs share the arenas: one at a time */
@@ -51,7 +53,9 @@ static hj_status cpb_ctx_create(hj_ctx_t *ctx, void **out) {
   hj_status st = cpu_jit_create(ctx, &s->jit);
   if (st == HJ_OK && (st = tp_create(ctx->opt.num_threads, &s->pool)) != HJ_OK)
     hj__err(ctx, st, "CPU backend: cannot start %d threads", ctx->opt.num_threads);
+  if (st == HJ_OK) st = cpu_cc_create(ctx, &s->cc);
   if (st != HJ_OK) {
+    tp_destroy(s->pool);
     cpu_jit_destroy(s->jit);
     free(s);
     return st;
@@ -65,6 +69,7 @@ static void cpb_ctx_destroy(hj_ctx_t *ctx, void *state) {
   (void)ctx;
   if (!s) return;
   tp_destroy(s->pool);
+  cpu_cc_destroy(s->cc);
   cpu_jit_destroy(s->jit);
   free(s);
 }
@@ -140,15 +145,11 @@ static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
   cpu_jit *j = x->be->jit;
   cpu_jit_module *jm = handle;
   double t1 = rt_now_ms();
-  hj_status st = cpu_jit_optimize(j, jm->mod);
-  if (st != HJ_OK) {
-    cpb_module_discard(ud, handle);
-    return st;
-  }
-  double t2 = rt_now_ms();
-  base->stats.optimize_ms = t2 - t1;
-  st = cpu_jit_add_module(j, jm, &x->rt);
+  int source;
+  hj_status st = cpu_cc_finish(x->be->cc, j, jm, base, &x->code, &source);   /* consumes the module */
   free(jm);
+  if (st != HJ_OK) return st;
+  double t2 = t1 + base->stats.optimize_ms;   /* the rest is machine code: emitted or loaded */
   size_t scratch = 0;
   for (ptrdiff_t i = 0; i < arrlen(base->kernels) && st == HJ_OK; i++) {
     th_thunk *t = base->kernels[i];
@@ -193,7 +194,7 @@ static hj_status cpb_run_matmul(void *ud, const th_thunk *t, void **bufs) {
 static void cpb_exec_free(void *exec) {
   cpu_exec *x = exec;
   if (!x) return;
-  if (x->rt && x->be) cpu_jit_remove(x->be->jit, x->rt);
+  if (x->code && x->be) cpu_cc_release(x->be->cc, x->be->jit, x->code);
   hj__free(x->base.ctx, x->matmul_scratch);
   rt_exec_free(&x->base);
   pthread_mutex_destroy(&x->run_mu);
@@ -244,6 +245,14 @@ static hj_status cpb_run(void *exec, void *const *in, int nin, void *const *out,
 
 static void cpb_stats(const void *exec, hj_exec_stats_t *s) { *s = ((const cpu_exec *)exec)->base.stats; }
 
+/* Profiles: the runtime times the thunks (th_runtime.profile), profile.c reports them. */
+static void cpb_set_profiling(void *exec, bool on) { ((cpu_exec *)exec)->run.profile = on; }
+static hj_status cpb_profile(const void *exec, hj_profile_entry_t **out) {
+  th_profile_append(((const cpu_exec *)exec)->base.entry, 0, out);
+  return HJ_OK;
+}
+static void cpb_profile_reset(void *exec) { th_profile_reset(((cpu_exec *)exec)->base.entry); }
+
 const hlo_backend hlo_backend_cpu = {
   .name = "cpu",
   .kind = HJ_BACKEND_CPU,
@@ -253,4 +262,7 @@ const hlo_backend hlo_backend_cpu = {
   .run = cpb_run,
   .stats = cpb_stats,
   .exec_free = cpb_exec_free,
+  .set_profiling = cpb_set_profiling,
+  .profile = cpb_profile,
+  .profile_reset = cpb_profile_reset,
 };

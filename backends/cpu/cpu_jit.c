@@ -389,3 +389,55 @@ hj_status cpu_jit_optimize(cpu_jit *j, LLVMModuleRef mod) {
   }
   return cj_dump(j, mod, ".opt.ll");
 }
+
+/* ---- object code (the code cache, cpu_code_cache.c) ------------------------------------------
+   The optimised module compiled to a relocatable object by the host TargetMachine (the same
+   triple, CPU, features, PIC and code model as the JIT's, so ORC links it like its own
+   output), and an object file added to ORC. Codegen on the shared TargetMachine is
+   serialised with the optimiser. */
+
+hj_status cpu_jit_emit_object(cpu_jit *j, LLVMModuleRef mod, void **obj, size_t *n) {
+  *obj = NULL;
+  *n = 0;
+  char *msg = NULL;
+  LLVMMemoryBufferRef buf = NULL;
+  pthread_mutex_lock(&j->opt_mu);
+  LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(j->tm, mod, LLVMObjectFile, &msg, &buf);
+  pthread_mutex_unlock(&j->opt_mu);
+  if (bad) {
+    hj_status st = hj__err(j->ctx, HJ_ERR_BACKEND, "LLVM: emitting the object file: %s", msg ? msg : "(no message)");
+    LLVMDisposeMessage(msg);
+    return st;
+  }
+  size_t len = LLVMGetBufferSize(buf);
+  void *p = malloc(len ? len : 1);
+  if (p) memcpy(p, LLVMGetBufferStart(buf), len);
+  LLVMDisposeMemoryBuffer(buf);
+  if (!p) return hj__err(j->ctx, HJ_ERR_OOM, "LLVM: out of memory for a %zu-byte object", len);
+  *obj = p;
+  *n = len;
+  return HJ_OK;
+}
+
+hj_status cpu_jit_add_object(cpu_jit *j, const void *obj, size_t n, const char *name, cpu_jit_rt **rt) {
+  *rt = NULL;
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, n, name);
+  if (!buf) return hj__err(j->ctx, HJ_ERR_OOM, "LLVM: out of memory for a %zu-byte object", n);
+  LLVMOrcResourceTrackerRef r = LLVMOrcJITDylibCreateResourceTracker(j->jd);
+  cj_clear_session_err(j);
+  LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(j->jit, r, buf);   /* consumes buf */
+  if (e) {
+    LLVMOrcReleaseResourceTracker(r);
+    char what[160];
+    snprintf(what, sizeof what, "adding object '%.100s'", name);
+    return cj_llvm_err(j, j->ctx, e, what);
+  }
+  *rt = r;
+  return HJ_OK;
+}
+
+void cpu_jit_code_id(const cpu_jit *j, char *buf, size_t n) {
+  unsigned ma = 0, mi = 0, pa = 0;
+  LLVMGetVersion(&ma, &mi, &pa);
+  snprintf(buf, n, "llvm %u.%u.%u; %s; %s; %s", ma, mi, pa, j->triple, j->cpu, j->features);
+}

@@ -91,4 +91,13 @@ hj_status cpu_jit_lookup(cpu_jit *j, const char *name, void **addr);
 /* Frees the code and data added under |rt| and releases |rt|. NULL is fine. */
 hj_status cpu_jit_remove(cpu_jit *j, cpu_jit_rt *rt);
 
+/* Object code, for the code cache (cpu_code_cache.c). cpu_jit_emit_object: |mod| (already
+   optimised) compiled by the host TargetMachine into a relocatable object, *obj malloc'd.
+   cpu_jit_add_object: an object file (copied) into the JIT under a new tracker (*rt, for
+   cpu_jit_remove); a bad object is HJ_ERR_BACKEND with LLVM's message. cpu_jit_code_id: the
+   identity of the code it makes, for cache keys: LLVM version, triple, CPU, features. */
+hj_status cpu_jit_emit_object(cpu_jit *j, LLVMModuleRef mod, void **obj, size_t *n);
+hj_status cpu_jit_add_object(cpu_jit *j, const void *obj, size_t n, const char *name, cpu_jit_rt **rt);
+void cpu_jit_code_id(const cpu_jit *j, char *buf, size_t n);
+
 #endif

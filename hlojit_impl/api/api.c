@@ -3,11 +3,13 @@
    exec.c, the graph's module copy in graph_module.c.
 
    Flattening: entry parameters and results that are tuples are passed as one buffer per
-   leaf, depth first (hj__leaves). */
+   leaf, depth first (hj__leaves). Wrapped, mapped and view buffers, reference counts and
+   hj_buffer_destroy are in buffer.c. */
 #include "api.h"
 #include "../backend.h"
 #include "../text/text.h"
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* ---- context ------------------------------------------------------------------------- */
@@ -33,6 +35,8 @@ hj_status hj_ctx_create(const hj_ctx_options_t *opt, hj_ctx_t **out) {
   memset(ctx, 0, sizeof *ctx);
   ctx->opt = o;
   if (!ctx->opt.dump_dir) ctx->opt.dump_dir = getenv("HLOJIT_DUMP_TO");
+  const char *prof = getenv("HLOJIT_PROFILE");
+  if (prof && *prof && strcmp(prof, "0") != 0) ctx->opt.profile = true;
   *out = ctx;
   return HJ_OK;
 }
@@ -190,7 +194,9 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
     hj__free(ctx, b);
     return hj__err(ctx, HJ_ERR_OOM, "%s: out of memory for %zu bytes", fn, nb);
   }
-  *b = (hj_buffer_t){ .ctx = ctx, .dtype = t, .shape = s, .nbytes = nb, .data = data };
+  memset(b, 0, sizeof *b);
+  b->ctx = ctx, b->dtype = t, b->shape = s, b->nbytes = nb, b->data = data, b->kind = HJB_OWNED;
+  atomic_init(&b->refs, 1);
   *out = b;
   return HJ_OK;
 }
@@ -230,12 +236,6 @@ hj_status hj_buffer_copy_to_host(const hj_buffer_t *b, void *dst, size_t nbytes)
 hj_dtype_t hj_buffer_dtype(const hj_buffer_t *b) { return b ? b->dtype : HJ_DTYPE_COUNT; }
 hj_shape_t hj_buffer_shape(const hj_buffer_t *b) { return b ? b->shape : (hj_shape_t){ 0 }; }
 size_t hj_buffer_nbytes(const hj_buffer_t *b) { return b ? b->nbytes : 0; }
-
-void hj_buffer_destroy(hj_buffer_t *b) {
-  if (!b) return;
-  hj__free(b->ctx, b->data);
-  hj__free(b->ctx, b);
-}
 
 hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b) {
   hlo_shape s;

@@ -8,12 +8,23 @@
 
 #include "../ir/ir.h"
 
+/* A buffer: |data| of |nbytes| bytes, dense row-major. Who owns the storage: |kind|
+   (buffer.c); the struct and the storage go with the last reference (|refs|). */
+typedef enum { HJB_OWNED, HJB_WRAPPED, HJB_MAPPED, HJB_VIEW } hjb_kind;
 struct hj_buffer {
   hj_ctx_t *ctx;
   hj_dtype_t dtype;
   hj_shape_t shape;
   size_t nbytes;
-  void *data;                         /* hj__alloc'd, 64-byte aligned */
+  void *data;                         /* OWNED: hj__alloc'd, 64-byte aligned */
+  _Atomic int refs;
+  hjb_kind kind;
+  bool read_only;
+  hj_release_fn release;              /* WRAPPED: called with |user| and |data| */
+  void *user;
+  void *map_addr;                     /* MAPPED: munmap(map_addr, map_len) */
+  size_t map_len;
+  struct hj_buffer *base;             /* VIEW: the buffer viewed (one reference held) */
 };
 
 /* ---- api.c ---------------------------------------------------------------------------------
@@ -23,8 +34,41 @@ struct hj_buffer {
    pointers into |m|; NULL for a module without an entry). */
 hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s,
                          hj_buffer_t **out);
+/* ---- buffer.c: wrapped, mapped and view buffers; reference counts -----------------------
+   hj__buffer_free: the storage and the struct (the last reference went).
+   hj__buffer_bytes: bytes |t| and |s| need (elements x size), or -1 with a message naming
+   |fn| for a bad dtype, rank or an overflow. */
+void hj__buffer_free(hj_buffer_t *b);
+int64_t hj__buffer_bytes(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s);
 hlo_shape hj__buffer_hlo_shape(const hj_buffer_t *b);
 const hlo_shape **hj__leaves(const hlo_module *m, bool outputs);
+
+/* ---- exec.c, exec_io.c, exec_profile.c: executables ------------------------------------
+   exec.c compiles through the backend table and runs; exec_io.c keeps the names, the
+   aliases and the bound inputs; exec_profile.c the profiles. */
+struct hlo_backend;
+struct hj_exec {
+  hj_ctx_t *ctx;
+  hlo_module *m;
+  bool owns;                          /* made by hj_compile: freed with the executable */
+  const struct hlo_backend *be;
+  void *x;                            /* the backend's executable */
+  const hlo_shape **ins, **outs;      /* stb_ds: flattened leaves, pointing into m */
+  double compile_ms;
+  char note[512];                     /* why AUTO skipped backends; "" when it did not */
+  char **in_names, **out_names;       /* stb_ds of malloc'd names, one per leaf */
+  int *alias_in;                      /* per output leaf: the input leaf it aliases, -1 */
+  hj_buffer_t **bound;                /* per input leaf: a reference, or NULL */
+  int nbound;
+  bool profiling;
+  _Atomic int64_t runs, run_ns;       /* every run, and their wall time */
+};
+/* exec_io.c: fills in_names / out_names (from |g|'s names, or the module's when NULL) and
+   alias_in; hj__exec_io_free releases them and the bindings. */
+hj_status hj__exec_io_init(hj_exec_t *e, const hj_graph_t *g);
+void hj__exec_io_free(hj_exec_t *e);
+/* exec.c: does buffer |b| hold an array of leaf shape |s| (dynamic dims at their bound)? */
+bool hj__buffer_fits(const hj_buffer_t *b, const hlo_shape *s);
 
 /* ---- npy.c: NumPy .npy files ------------------------------------------------------------ */
 hj_status hlo_npy_read(hj_ctx_t *ctx, const char *path, hlo_literal **out);
@@ -43,6 +87,16 @@ struct hj_graph {
   struct hj_graph **subs;             /* top only: stb_ds array of sub-graphs it owns */
   hlo_instr **vals;                   /* stb_ds: tensor id -> instruction */
   hlo_instr **outputs;                /* stb_ds: hj_graph_output order */
+  /* issue 10: names and aliases (top graph), closures (sub-graphs; closure.c) */
+  struct hj_graph *parent;            /* the graph hj_graph_create_sub was given */
+  char **param_names;                 /* stb_ds, by parameter number: strdup'd, NULL unnamed */
+  char **output_names;                /* stb_ds, parallel to |outputs|: strdup'd or NULL */
+  struct hj_graph_alias { int output; hlo_instr *param; } *aliases;   /* stb_ds */
+  struct hj_capture {                 /* a tensor of an enclosing graph used here */
+    hj_tensor_t src;                  /* in an ancestor graph */
+    hlo_instr *ins;                   /* its stand-in here (a parameter until closed) */
+  } *captures;                        /* stb_ds */
+  int closed_as;                      /* 0, or the opcode whose closure fixed |captures| */
   bool frozen;                        /* sub-graph whose root was fixed by a use */
   int nparams;
   hj_status status;                   /* first error of an op on this graph */
@@ -98,6 +152,27 @@ hlo_instr *hj__expand(hj_graph_t *g, const char *op, hlo_instr *x, const hlo_sha
 hj_tensor_t hj__tensor_of(hj_graph_t *g, hlo_instr *ins);
 bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
 hlo_comp *hj__comp_new(hlo_module *m, const char *name);
+/* closure.c: tensors of enclosing graphs used in sub-graphs (see its top comment).
+   hj__is_ancestor: |a| encloses |b| (b's parent, or its parent's, ...).
+   hj__capture: |t|'s stand-in in |g| (made on first use; NULL with an error recorded).
+   hj__close_while / _branches / _call: at a call of sub-graphs that capture, close them
+   (once) and give the caller's extended operands: *ext the init tuple (while), the branch
+   operand tuples (|ext| has n entries), or an stb_ds array of args + sources (call; the
+   caller arrfree's it). 0: nothing captured (use the plain operands); 1: done; -1: error
+   recorded in the caller's graph. */
+bool hj__is_ancestor(const hj_graph_t *a, const hj_graph_t *b);
+bool hj__has_captures(const hj_graph_t *g);
+hlo_instr *hj__capture(hj_graph_t *g, const char *op, hj_tensor_t t);
+int hj__close_while(hj_graph_t *cond, hj_graph_t *body, hj_tensor_t init, hj_tensor_t *ext);
+int hj__close_branches(hj_tensor_t selector, hj_graph_t *const *branches, const hj_tensor_t *args, int n,
+                       hj_tensor_t *ext);
+int hj__close_call(hj_graph_t *caller, hj_graph_t *callee, const hj_tensor_t *args, int n,
+                   hj_tensor_t **ext);
+/* graph_io.c: names and aliases of a graph's inputs and outputs (hj_graph_output_named,
+   hj_graph_alias). hj__graph_name_param records parameter |index|'s user name (|name| may
+   be NULL); hj__graph_io_free frees what graph_io.c and closure.c keep in a graph. */
+void hj__graph_name_param(hj_graph_t *g, int64_t index, const char *name);
+void hj__graph_io_free(hj_graph_t *g);
 /* graph_module.c: a copy of the graph's module with its computations in callee-first
    order and the entry last (root: the single output or a tuple of outputs). */
 hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);

@@ -78,11 +78,19 @@ bool hj__operands(const char *op, const hj_tensor_t *ts, int n, hj_graph_t **gou
                   hlo_instr **out) {
   hj_graph_t *g = NULL;
   for (int i = 0; i < n && !g; i++) g = ts[i].graph;
+  /* closures (closure.c): the op goes to the innermost graph, the others' tensors are
+     captured into it */
+  for (int i = 0; g && i < n; i++)
+    if (ts[i].graph && ts[i].graph != g && hj__is_ancestor(g, ts[i].graph)) g = ts[i].graph;
   *gout = g;
   if (!g) return false;
   for (int i = 0; i < n; i++) {
     if (ts[i].graph == g) {
       if (!(out[i] = hj__tensor_instr(op, ts[i]))) return false;
+    } else if (ts[i].graph && ts[i].id >= 0 && hj__is_ancestor(ts[i].graph, g)) {
+      if (!(out[i] = hj__capture(g, op, ts[i]))) return false;
+    } else if (ts[i].graph && ts[i].id < 0 && hj__is_ancestor(ts[i].graph, g)) {
+      return false;                    /* poisoned: silent, like one of g's own */
     } else if (!ts[i].graph) {
       hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: operand %d is HJ_NONE or has no graph", op, i);
       return false;
@@ -348,6 +356,7 @@ hj_status hj_graph_create_sub(hj_graph_t *parent, const char *name, hj_graph_t *
   if (!g) return hj__err(parent->ctx, HJ_ERR_OOM, "hj_graph_create_sub: out of memory");
   g->top = top;
   g->m = top->m;
+  g->parent = parent;
   if (!(g->comp = hj__comp_new(top->m, name ? name : "sub"))) {
     hj__free(parent->ctx, g);
     return hj__err(parent->ctx, HJ_ERR_OOM, "hj_graph_create_sub: out of memory");
@@ -360,6 +369,7 @@ hj_status hj_graph_create_sub(hj_graph_t *parent, const char *name, hj_graph_t *
 static void bld_graph_free(hj_graph_t *g) {
   arrfree(g->vals);
   arrfree(g->outputs);
+  hj__graph_io_free(g);
   hj__free(g->ctx, g);
 }
 
@@ -376,6 +386,12 @@ hj_ctx_t *hj_graph_ctx(const hj_graph_t *g) { return g ? g->ctx : NULL; }
 
 hj_status hj_graph_output(hj_graph_t *g, hj_tensor_t t) {
   if (!g) return HJ_ERR_INVALID_ARG;
+  if (t.graph && t.graph != g && t.id >= 0 && hj__is_ancestor(t.graph, g) && !g->frozen) {
+    hlo_instr *c = hj__capture(g, "hj_graph_output", t);      /* closure.c */
+    if (!c) return hj__err(g->ctx, g->status, "%s", g->err);
+    arrput(g->outputs, c);
+    return HJ_OK;
+  }
   if (t.graph != g)
     return hj__err(g->ctx, HJ_ERR_INVALID_ARG, "hj_graph_output: the tensor belongs to %s, not to graph '%s'",
                    t.graph ? "another graph" : "no graph", hj__graph_name(g));
@@ -415,6 +431,7 @@ static hj_tensor_t bld_param(hj_graph_t *g, const char *op, const hlo_shape *s, 
   ins->name = hlo_strdup(g->m, full);
   ins->index = g->nparams++;
   arrput(g->comp->params, ins);
+  hj__graph_name_param(g, ins->index, name);
   return hj__op_finish(g, op, ins);
 }
 

@@ -469,8 +469,15 @@ static hj_tensor_t bldo_call_op(const char *op, hlo_opcode opc, hj_graph_t *g0, 
   if (!g) goto done;
   res = bldo_poison(g);
   hlo_comp *calls[64];
-  for (int i = 0; i < nsubs; i++)
+  for (int i = 0; i < nsubs; i++) {
+    if (opc != HLO_OP_CALL && opc != HLO_OP_WHILE && opc != HLO_OP_CONDITIONAL && hj__has_captures(subs[i])) {
+      hj__graph_fail(g, HJ_ERR_UNSUPPORTED, "%s: sub-graph '%s' uses tensors of an enclosing graph; closures "
+                     "work in hj_call, hj_while and hj_conditional (a scalar computation cannot capture)", op,
+                     hj__graph_name(subs[i]));
+      goto done;
+    }
     if (!(calls[i] = bldo_callee(g, op, subs[i]))) goto done;
+  }
   if ((*out_ins = hj__op_begin(g, op, opc, NULL, x, n))) hlo_instr_set_calls(*out_ins, calls, nsubs);
 done:
   arrfree(x);
@@ -496,7 +503,12 @@ hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index) {
 hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n) {
   hlo_instr *ins;
   hj_graph_t *caller = n > 0 && args ? args[0].graph : callee ? callee->top : NULL;
-  hj_tensor_t t = bldo_call_op("hj_call", HLO_OP_CALL, caller, args, n, &callee, 1, &ins);
+  hj_tensor_t *ext = NULL;                             /* closure.c: args + captures */
+  int closed = hj__close_call(caller, callee, args, n, &ext);
+  if (closed < 0) return bldo_poison(caller);
+  hj_tensor_t t = closed ? bldo_call_op("hj_call", HLO_OP_CALL, caller, ext, (int)arrlen(ext), &callee, 1, &ins)
+                         : bldo_call_op("hj_call", HLO_OP_CALL, caller, args, n, &callee, 1, &ins);
+  arrfree(ext);
   return ins ? hj__op_finish(t.graph, "hj_call", ins) : t;
 }
 
@@ -516,8 +528,13 @@ hj_tensor_t hj_map(hj_graph_t *fn, const hj_tensor_t *args, int n) {
 hj_tensor_t hj_while(hj_graph_t *cond, hj_graph_t *body, hj_tensor_t init) {
   hlo_instr *ins;
   hj_graph_t *subs[2] = { cond, body };
-  hj_tensor_t t = bldo_call_op("hj_while", HLO_OP_WHILE, init.graph, &init, 1, subs, 2, &ins);
-  return ins ? hj__op_finish(t.graph, "hj_while", ins) : t;
+  hj_tensor_t ext;                                     /* closure.c: (init, captures...) */
+  int closed = hj__close_while(cond, body, init, &ext);
+  if (closed < 0) return ext;
+  hj_tensor_t a = closed ? ext : init;
+  hj_tensor_t t = bldo_call_op("hj_while", HLO_OP_WHILE, a.graph, &a, 1, subs, 2, &ins);
+  t = ins ? hj__op_finish(t.graph, "hj_while", ins) : t;
+  return closed ? hj_get_tuple_element(t, 0) : t;
 }
 
 hj_tensor_t hj_conditional(hj_tensor_t selector, hj_graph_t *const *branches,
@@ -530,6 +547,7 @@ hj_tensor_t hj_conditional(hj_tensor_t selector, hj_graph_t *const *branches,
   hj_tensor_t ts[64];
   ts[0] = selector;
   memcpy(ts + 1, branch_args, sizeof(hj_tensor_t) * (size_t)n);
+  if (hj__close_branches(selector, branches, branch_args, n, ts + 1) < 0) return bldo_poison(g);  /* closure.c */
   hlo_instr *ins;
   hj_tensor_t t = bldo_call_op(op, HLO_OP_CONDITIONAL, g, ts, n + 1, branches, n, &ins);
   return ins ? hj__op_finish(t.graph, op, ins) : t;
@@ -562,4 +580,55 @@ hj_tensor_t hj_sort_with(hj_graph_t *cmp, const hj_tensor_t *xs, int n, int dim,
     ins->is_stable = stable;
   }
   return ins ? hj__op_finish(t.graph, op, ins) : t;
+}
+
+/* ---- dynamic shapes: hj_dim_size, hj_reduce_window (hlojit.h's tracing JIT section) --------- */
+
+hj_tensor_t hj_dim_size(hj_tensor_t x, int dim) {
+  const char *op = "hj_dim_size";
+  hj_graph_t *g;
+  hlo_instr *a;
+  char b0[128];
+  if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
+  int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : -1, d = dim < 0 ? dim + r : dim;
+  if (d < 0 || d >= r)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: dim %d out of range for %s", op, dim,
+                          hlo_shape_str(&a->shape, b0, sizeof b0));
+  /* A static dim is a constant; a bounded one reads its real size (XLA's get-dimension-size). */
+  if (!a->shape.dynamic[d]) return hj_scalar(g, HJ_S32, (double)a->shape.dims[d]);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_GET_DIMENSION_SIZE, NULL, &a, 1);
+  if (ins) ins->dims = hlo_ints_dup(g->m, (int64_t[]){ d }, 1);
+  return hj__op_finish(g, op, ins);
+}
+
+hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window, const int64_t *strides,
+                             const int64_t *pad_lo, const int64_t *pad_hi) {
+  const char *op = "hj_reduce_window";
+  hj_graph_t *g;
+  hlo_instr *a[2];
+  char b0[128];
+  if (!hj__operands(op, &x, 1, &g, a)) return bldo_poison(g);
+  if ((unsigned)r >= HJ_RED_REPLACE || !hlo_shape_is_array(&a[0]->shape) || !window)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: invalid reducer %d, tuple operand or NULL window for %s",
+                          op, (int)r, hj__tensor_str(x, b0, sizeof b0));
+  int n = a[0]->shape.rank;
+  int64_t one[HLO_MAX_RANK], zero[HLO_MAX_RANK] = { 0 };
+  for (int i = 0; i < n; i++) one[i] = 1;
+  for (int i = 0; i < n; i++)
+    if (window[i] < 1 || (strides && strides[i] < 1))
+      return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: window size %lld / stride %lld of dim %d must be >= 1",
+                            op, (long long)window[i], (long long)(strides ? strides[i] : 1), i);
+  hlo_comp *c = bldo_reducer(g, r, a[0]->shape.type);
+  if (!c || !(a[1] = bldo_identity(g, op, r, a[0]))) return bldo_poison(g);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_REDUCE_WINDOW, NULL, a, 2);
+  if (ins) {
+    ins->window.size = hlo_ints_dup(g->m, window, n);
+    ins->window.stride = hlo_ints_dup(g->m, strides ? strides : one, n);
+    ins->window.pad_lo = hlo_ints_dup(g->m, pad_lo ? pad_lo : zero, n);
+    ins->window.pad_hi = hlo_ints_dup(g->m, pad_hi ? pad_hi : zero, n);
+    ins->window.base_dilation = hlo_ints_dup(g->m, one, n);
+    ins->window.window_dilation = hlo_ints_dup(g->m, one, n);
+    hlo_instr_set_calls(ins, &c, 1);
+  }
+  return hj__op_finish(g, op, ins);
 }

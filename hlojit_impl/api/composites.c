@@ -1,6 +1,6 @@
 /* composites.c — ops built from the primitive ops of builder.c: NumPy matmul, softmax and
    log_softmax, layer_norm, the two GELUs, mean and (population) var, the causal mask,
-   embedding lookup, argmax, concat and split.
+   embedding lookup, argmax, concat, split (a tuple) and hj_unpack, and hj_linear.
 
    Each composite checks what its message must name first (ranks, axes, contracting dims),
    so that a mistake reads "hj_matmul: ..." rather than naming an inner op; after that the
@@ -15,6 +15,7 @@
    - a rank-1 a is (1, K) and a rank-1 b is (K, 1), the added dim removed afterwards. */
 #include "api.h"
 #include <math.h>
+#include <stdlib.h>
 
 static hj_tensor_t cmp_poison(hj_graph_t *g) { return (hj_tensor_t){ g, -1 }; }
 
@@ -170,18 +171,25 @@ static bool cmp_dims(const char *op, hj_graph_t *g, hlo_instr *a, const int64_t 
   return true;
 }
 
-/* The mean over the dims in |red|, kept as size-1 dims when |keep|. */
+/* The mean over the dims in |red|, kept as size-1 dims when |keep|. A bounded dynamic dim
+   counts with its real size (hj_dim_size), so that padding does not change the divisor. */
 static hj_tensor_t cmp_mean(hj_graph_t *g, hj_tensor_t x, hlo_instr *a, const bool *red, bool keep) {
   int64_t d[HJ_MAX_RANK], count = 1;
   int n = 0;
   hj_shape_t ks = hj__shape_from_hlo(&a->shape);
-  for (int i = 0; i < a->shape.rank; i++)
+  for (int i = 0; i < a->shape.rank; i++) {
+    if (ks.dims[i] < 0) ks.dims[i] = -ks.dims[i];   /* reshape targets are static */
     if (red[i]) {
       d[n++] = i;
-      count *= a->shape.dims[i];
+      if (!a->shape.dynamic[i]) count *= a->shape.dims[i];
       ks.dims[i] = 1;
     }
-  hj_tensor_t m = hj_div(hj_reduce(x, HJ_RED_SUM, d, n), cmp_const(g, a, (double)count));
+  }
+  hj_tensor_t cnt = cmp_const(g, a, (double)count);
+  for (int i = 0; i < a->shape.rank; i++)
+    if (red[i] && a->shape.dynamic[i])
+      cnt = hj_mul(cnt, hj_convert(hj_dim_size(x, i), (hj_dtype_t)a->shape.type));
+  hj_tensor_t m = hj_div(hj_reduce(x, HJ_RED_SUM, d, n), cnt);
   return keep ? hj_reshape(m, ks) : m;
 }
 
@@ -327,7 +335,7 @@ hj_tensor_t hj_argmax(hj_tensor_t x, int axis) {
   return hj_get_tuple_element(hj_reduce_with(f, xs, init, 2, &d, 1), 1);
 }
 
-/* ---- concat and split ---------------------------------------------------------------------- */
+/* ---- concat, split and unpack ------------------------------------------------------------- */
 
 hj_tensor_t hj_concat(const hj_tensor_t *xs, int n, int axis) {
   const char *op = "hj_concat";
@@ -348,34 +356,117 @@ hj_tensor_t hj_concat(const hj_tensor_t *xs, int n, int axis) {
   return r;
 }
 
-hj_status hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n, hj_tensor_t *out) {
+/* A tuple of |n| slices along |axis| (multi-result ops return one tuple: hlojit.h). */
+hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n) {
   const char *op = "hj_split";
   hj_graph_t *g = x.graph;
-  if (!g) return HJ_ERR_INVALID_ARG;
-  for (int i = 0; out && i < n; i++) out[i] = cmp_poison(g);
-  if (!out || !sizes || n < 1) {
-    hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL out or sizes, or n %d", op, n);
-    return HJ_ERR_INVALID_ARG;
-  }
+  if (!g) return HJ_NONE;
+  if (!sizes || n < 1 || n > 4096)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL sizes or n %d", op, n);
   hlo_instr *a = cmp_array(op, x, &g);
   int ax = a ? cmp_axis(op, g, a, axis) : -1;
-  if (ax < 0) return g->status != HJ_OK ? g->status : HJ_ERR_INVALID_ARG;
+  if (ax < 0) return cmp_poison(g);
   int64_t sum = 0;
   bool neg = false;
   for (int i = 0; i < n; i++) sum += sizes[i], neg = neg || sizes[i] < 0;
   if (neg || sum != a->shape.dims[ax]) {
     char b[128];
-    hj__graph_fail(g, HJ_ERR_SHAPE, "%s: sizes sum to %lld, %s has %lld along axis %d", op, (long long)sum,
-                   hlo_shape_str(&a->shape, b, sizeof b), (long long)a->shape.dims[ax], ax);
-    return HJ_ERR_SHAPE;
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: sizes sum to %lld, %s has %lld along axis %d", op, (long long)sum,
+                          hlo_shape_str(&a->shape, b, sizeof b), (long long)a->shape.dims[ax], ax);
   }
   int64_t start[HJ_MAX_RANK] = { 0 }, limit[HJ_MAX_RANK];
   memcpy(limit, a->shape.dims, sizeof(int64_t) * (size_t)a->shape.rank);
+  hj_tensor_t *parts = malloc(sizeof *parts * (size_t)n);
+  if (!parts) return hj__graph_fail(g, HJ_ERR_OOM, "%s: out of memory", op);
   for (int i = 0; i < n; i++) {
     limit[ax] = start[ax] + sizes[i];
-    out[i] = hj_slice(x, start, limit, NULL);
+    parts[i] = hj_slice(x, start, limit, NULL);
     start[ax] = limit[ax];
-    if (!hj_tensor_ok(out[i])) return g->status != HJ_OK ? g->status : HJ_ERR_INTERNAL;
   }
+  hj_tensor_t t = hj_tuple(g, parts, n);
+  free(parts);
+  return t;
+}
+
+hj_status hj_unpack(hj_tensor_t t, hj_tensor_t *out, int n) {
+  hj_graph_t *g = t.graph;
+  if (!g) return HJ_ERR_INVALID_ARG;
+  for (int i = 0; out && i < n; i++) out[i] = cmp_poison(g);
+  if (!out || n < 0) {
+    hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_unpack: NULL out or n %d", n);
+    return HJ_ERR_INVALID_ARG;
+  }
+  hlo_instr *ins = hj__tensor_instr("hj_unpack", t);
+  if (!ins) return g->status != HJ_OK ? g->status : HJ_ERR_INVALID_ARG;
+  if (ins->shape.type != HLO_TUPLE || ins->shape.ntuple != n) {
+    char b[256];
+    hj__graph_fail(g, HJ_ERR_SHAPE, "hj_unpack: %s is not a tuple of %d", hlo_shape_str(&ins->shape, b, sizeof b), n);
+    return HJ_ERR_SHAPE;
+  }
+  for (int i = 0; i < n; i++)
+    if (!hj_tensor_ok(out[i] = hj_get_tuple_element(t, i))) return g->status != HJ_OK ? g->status : HJ_ERR_INTERNAL;
   return HJ_OK;
+}
+
+/* ---- cumulative ops (hlojit.h's tracing JIT section) -------------------------------------------
+   A reduce-window whose window is the whole axis, padded by n-1 in front (behind when
+   |reverse|): output i reduces inputs [0, i] ([i, n) reversed). XLA's cumsum lowering. */
+hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse) {
+  const char *op = "hj_cumulative";
+  hj_graph_t *g;
+  hlo_instr *a = cmp_array(op, x, &g);
+  if (!a) return cmp_poison(g);
+  int ax = cmp_axis(op, g, a, axis);
+  if (ax < 0) return cmp_poison(g);
+  int64_t win[HJ_MAX_RANK], lo[HJ_MAX_RANK] = { 0 }, hi[HJ_MAX_RANK] = { 0 };
+  for (int i = 0; i < a->shape.rank; i++) win[i] = 1;
+  int64_t n = a->shape.dims[ax];
+  win[ax] = n > 0 ? n : 1;
+  (reverse ? hi : lo)[ax] = n > 0 ? n - 1 : 0;
+  return hj_reduce_window(x, r, win, NULL, lo, hi);
+}
+
+/* ---- linear layers ------------------------------------------------------------------------ */
+
+/* x (..., in) against w (in, out) or (out, in): one dot contracting x's last dim with w's
+   "in" dim, no batch dims; dot puts lhs free dims before rhs free dims, so the result is
+   (..., out) as it stands. The CPU backend has matmul kernels for both weight layouts, so
+   nothing is transposed at run time. */
+hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout) {
+  const char *op = "hj_linear";
+  hj_tensor_t ts[2] = { x, w };
+  hlo_instr *v[2];
+  hj_graph_t *g;
+  if (!hj__operands(op, ts, 2, &g, v)) return cmp_poison(g);
+  const hlo_shape *sx = &v[0]->shape, *sw = &v[1]->shape;
+  char s0[128], s1[128], s2[128];
+  hlo_shape_str(sx, s0, sizeof s0);
+  hlo_shape_str(sw, s1, sizeof s1);
+  if ((unsigned)layout >= HJ_LINEAR_LAYOUT_COUNT)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: invalid layout %d", op, (int)layout);
+  if (!hlo_shape_is_array(sx) || !hlo_shape_is_array(sw) || sx->rank < 1 || sw->rank != 2)
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 and w rank 2 (x %s, w %s)", op, s0, s1);
+  if (sx->type != sw->type)
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: dtypes differ (x %s, w %s)", op, s0, s1);
+  int64_t kin = layout == HJ_LINEAR_IN_OUT ? 0 : 1, nin = sw->dims[kin], nout = sw->dims[1 - kin];
+  if (sx->dims[sx->rank - 1] != nin)
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x has %lld features, w %s (%s) takes %lld (x %s)", op,
+                          (long long)sx->dims[sx->rank - 1], s1,
+                          layout == HJ_LINEAR_IN_OUT ? "(in, out)" : "(out, in)", (long long)nin, s0);
+  if (b.graph) {
+    hlo_instr *bi = NULL;
+    hj_tensor_t tb[3] = { x, w, b };
+    hlo_instr *vb[3];
+    if (!hj__operands(op, tb, 3, &g, vb)) return cmp_poison(g);
+    bi = vb[2];
+    if (!hlo_shape_is_array(&bi->shape) || bi->shape.rank != 1 || bi->shape.dims[0] != nout ||
+        bi->shape.type != sx->type)
+      return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: the bias must be %s[%lld] (b %s)", op,
+                            hlo_type_name(sx->type), (long long)nout, hlo_shape_str(&bi->shape, s2, sizeof s2));
+  }
+  int64_t cx = sx->rank - 1;
+  hj_dot_dims_t d = { .lhs_contracting = &cx, .n_lhs_contracting = 1, .rhs_contracting = &kin,
+                      .n_rhs_contracting = 1 };
+  hj_tensor_t y = hj_dot_general(x, w, &d);                        /* (..., out) */
+  return b.graph ? hj_add(y, b) : y;
 }

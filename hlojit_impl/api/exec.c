@@ -7,26 +7,30 @@
    executable's note (hj_exec_stats().note) and ctx->backend_note, and its error is cleared.
    Today's order: cpu, then interp (the evaluator runs every module).
 
-   Runs: the API checks the buffers against the flattened signature, makes the missing
-   output buffers, and computes an output that is also an input (or another output) into a
-   temporary copied back afterwards, so that a backend never sees aliased buffers. New
-   buffers made for a failed run are destroyed again. */
+   Runs (hj_exec_run): the caller's inputs and the bound ones make the full input list;
+   every buffer is checked against the flattened signature; missing outputs are made (an
+   aliased one is its input, with one more reference). Then the memory each output will be
+   given is settled, so that the backend sees shared memory only where the module declares
+   it (backend.h):
+     - an aliased pair (output k, input i) gets ONE pointer: in[i]'s when out[k] is in[i]
+       (in place), else out[k]'s, into which in[i] is copied first;
+     - an output whose memory overlaps any input it does not alias, or another output, is
+       computed into a temporary (an aliased one starting from a copy of its input) and
+       copied into the caller's buffer after the run.
+   New buffers and references taken for a failed run are dropped again. */
 #include "api.h"
 #include "../backend.h"
 #include "../text/text.h"
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-struct hj_exec {
-  hj_ctx_t *ctx;
-  hlo_module *m;
-  bool owns;                          /* made by hj_compile: freed with the executable */
-  const hlo_backend *be;
-  void *x;                            /* the backend's executable */
-  const hlo_shape **ins, **outs;      /* stb_ds: flattened leaves, pointing into m */
-  double compile_ms;
-  char note[512];                     /* why AUTO skipped backends; "" when it did not */
-};
+static int64_t exe_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static double exe_now_ms(void) {
   struct timespec ts;
@@ -87,7 +91,8 @@ static hj_status exe_auto(hj_exec_t *e) {
   return st;
 }
 
-static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, hj_exec_t **out) {
+static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, const hj_graph_t *g,
+                             hj_exec_t **out) {
   double t0 = exe_now_ms();
   hj_backend_t kind = ctx->opt.backend;
   const hlo_backend *be = kind == HJ_BACKEND_AUTO ? NULL : hlo_backend_find(kind);
@@ -104,11 +109,13 @@ static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, hj_exec_t 
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "module '%s' has no entry computation", m->name);
   hj_exec_t *e = hj__alloc(ctx, sizeof *e);
   if (!e) return hj__err(ctx, HJ_ERR_OOM, "out of memory creating an executable");
-  *e = (hj_exec_t){ .ctx = ctx, .m = m, .owns = owns };
+  memset(e, 0, sizeof *e);
+  e->ctx = ctx, e->m = m, e->owns = owns;
   e->ins = hj__leaves(m, false);
   e->outs = hj__leaves(m, true);
   ctx->backend_note[0] = 0;
-  st = be ? exe_try(e, be) : exe_auto(e);
+  st = hj__exec_io_init(e, g);
+  if (st == HJ_OK) st = be ? exe_try(e, be) : exe_auto(e);
   if (st != HJ_OK) {
     e->owns = false;
     hj_exec_destroy(e);
@@ -116,6 +123,7 @@ static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, hj_exec_t 
   }
   exe_dump(ctx, m);
   e->compile_ms = exe_now_ms() - t0;
+  if (ctx->opt.profile) hj_exec_set_profiling(e, true);
   *out = e;
   return HJ_OK;
 }
@@ -127,7 +135,7 @@ hj_status hj_compile(hj_graph_t *g, hj_exec_t **out) {
   hlo_module *m;
   hj_status st = hj_graph_to_module(g, &m);
   if (st != HJ_OK) return st;
-  if ((st = exe_compile(g->ctx, m, true, out)) != HJ_OK) hlo_module_free(m);
+  if ((st = exe_compile(g->ctx, m, true, g, out)) != HJ_OK) hlo_module_free(m);
   return st;
 }
 
@@ -136,7 +144,7 @@ hj_status hj_compile_module(hj_ctx_t *ctx, hj_module_t *m, hj_exec_t **out) {
   *out = NULL;
   if (!ctx) return HJ_ERR_INVALID_ARG;
   if (!m) return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_compile_module: module is NULL");
-  return exe_compile(ctx, m, false, out);
+  return exe_compile(ctx, m, false, NULL, out);
 }
 
 int hj_exec_num_inputs(const hj_exec_t *e) { return e ? (int)arrlen(e->ins) : 0; }
@@ -155,6 +163,13 @@ hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out) {
 
 void hj_exec_destroy(hj_exec_t *e) {
   if (!e) return;
+  const char *env = getenv("HLOJIT_PROFILE");
+  if (env && *env && strcmp(env, "0") != 0 && e->be && atomic_load(&e->runs) > 0) {
+    char *text = NULL;
+    if (hj_exec_profile_text(e, &text) == HJ_OK) fputs(text, stderr);
+    free(text);
+  }
+  hj__exec_io_free(e);
   if (e->be && e->be->exec_free) e->be->exec_free(e->x);
   arrfree(e->ins);
   arrfree(e->outs);
@@ -162,72 +177,166 @@ void hj_exec_destroy(hj_exec_t *e) {
   hj__free(e->ctx, e);
 }
 
-/* Does buffer |b| hold an array of leaf shape |s| (dynamic dims at their bound)? */
-static bool exe_fits(const hj_buffer_t *b, const hlo_shape *s) {
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+bool hj__buffer_fits(const hj_buffer_t *b, const hlo_shape *s) {
   if ((int)b->dtype != (int)s->type || b->shape.rank != s->rank) return false;
   for (int i = 0; i < s->rank; i++)
     if ((b->shape.dims[i] < 0 ? -b->shape.dims[i] : b->shape.dims[i]) != s->dims[i]) return false;
   return true;
 }
 
-static hj_status exe_check_buffers(hj_exec_t *e, hj_buffer_t *const *bufs, int n, bool outputs) {
-  const hlo_shape **want = outputs ? e->outs : e->ins;
-  const char *what = outputs ? "output" : "input";
-  if (n != (int)arrlen(want))
-    return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: %d %ss given, module '%s' has %d", n, what,
-                   e->m->name, (int)arrlen(want));
-  if (n > 0 && !bufs) return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: %s array is NULL", what);
-  for (int i = 0; i < n; i++) {
-    if (!bufs[i]) {
-      if (outputs) continue;
-      return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: input %d is NULL", i);
+/* "f32[4,8]" of |b| vs the leaf it should be. */
+static hj_status exe_misfit(hj_exec_t *e, const char *what, int i, const char *name,
+                            const hj_buffer_t *b, const hlo_shape *want) {
+  char b0[128], b1[128];
+  hlo_shape bs = hj__buffer_hlo_shape(b);
+  return hj__err(e->ctx, HJ_ERR_SHAPE, "hj_exec_run: %s %d ('%s') is %s, module '%s' wants %s", what, i,
+                 name, hlo_shape_str(&bs, b0, sizeof b0), e->m->name, hlo_shape_str(want, b1, sizeof b1));
+}
+
+/* The full input list: the bound inputs and, in order, the |nin| given ones. */
+static hj_status exe_inputs(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **full) {
+  int n = (int)arrlen(e->ins), unbound = n - e->nbound;
+  if (e->nbound && nin == n) {
+    int first = 0;
+    while (!e->bound[first]) first++;
+    return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: %d inputs given, but %d of module '%s''s %d "
+                   "inputs are bound (input %d, '%s', is): give the %d unbound ones, in input order", nin,
+                   e->nbound, e->m->name, n, first, e->in_names[first], unbound);
+  }
+  if (nin != unbound)
+    return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: %d inputs given, module '%s' has %d%s", nin,
+                   e->m->name, unbound, e->nbound ? " unbound ones" : "");
+  if (nin > 0 && !in) return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: input array is NULL");
+  for (int i = 0, k = 0; i < n; i++) {
+    if (e->bound[i]) {
+      full[i] = e->bound[i];
+      continue;
     }
-    if (exe_fits(bufs[i], want[i])) continue;
-    char b0[128], b1[128];
-    hlo_shape bs = hj__buffer_hlo_shape(bufs[i]);
-    return hj__err(e->ctx, HJ_ERR_SHAPE, "hj_exec_run: %s %d is %s, module '%s' wants %s", what, i,
-                   hlo_shape_str(&bs, b0, sizeof b0), e->m->name, hlo_shape_str(want[i], b1, sizeof b1));
+    if (!(full[i] = in[k++]))
+      return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: input %d ('%s') is NULL", i, e->in_names[i]);
+    if (!hj__buffer_fits(full[i], e->ins[i])) return exe_misfit(e, "input", i, e->in_names[i], full[i], e->ins[i]);
   }
   return HJ_OK;
 }
 
-hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout) {
-  if (!e) return HJ_ERR_INVALID_ARG;
-  hj_status st = exe_check_buffers(e, in, nin, false);
-  if (st == HJ_OK) st = exe_check_buffers(e, out, nout, true);
-  if (st != HJ_OK) return st;
-  void **ip = calloc((size_t)nin + 1, sizeof *ip), **op = calloc((size_t)nout + 1, sizeof *op);
-  bool *made = calloc((size_t)nout + 1, sizeof *made);
-  hj_buffer_t **tmp = calloc((size_t)nout + 1, sizeof *tmp);
-  if (!ip || !op || !made || !tmp) st = hj__err(e->ctx, HJ_ERR_OOM, "hj_exec_run: out of memory");
-  for (int i = 0; st == HJ_OK && i < nin; i++) ip[i] = in[i]->data;
-  for (int i = 0; st == HJ_OK && i < nout; i++) {
-    if (!out[i]) {
-      st = hj__buffer_new(e->ctx, "hj_exec_run", (hj_dtype_t)e->outs[i]->type,
-                          hj__shape_from_hlo(e->outs[i]), &out[i]);
-      made[i] = st == HJ_OK;
+static hj_status exe_outputs(hj_exec_t *e, hj_buffer_t **out, int nout) {
+  int n = (int)arrlen(e->outs);
+  if (nout != n)
+    return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: %d outputs given, module '%s' has %d", nout,
+                   e->m->name, n);
+  if (nout > 0 && !out) return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: output array is NULL");
+  for (int k = 0; k < n; k++) {
+    if (!out[k]) continue;
+    if (!hj__buffer_fits(out[k], e->outs[k])) return exe_misfit(e, "output", k, e->out_names[k], out[k], e->outs[k]);
+    if (out[k]->read_only)
+      return hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: output %d ('%s') is a read-only buffer "
+                     "(mapped, or wrapped read-only)%s", k, e->out_names[k],
+                     e->alias_in[k] >= 0 ? ": pass NULL or a writable buffer for a donated input that is read-only" : "");
+  }
+  return HJ_OK;
+}
+
+static bool exe_overlap(const void *a, size_t na, const void *b, size_t nb) {
+  const uint8_t *x = a, *y = b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+/* Per-run scratch of hj_exec_run. */
+typedef struct exe_run {
+  hj_buffer_t **full;                 /* N inputs */
+  void **ip, **op;                    /* the pointers the backend gets */
+  bool *made, *retained, *copy_in;    /* per output */
+  hj_buffer_t **tmp;                  /* per output: computed into a temporary */
+} exe_run;
+
+/* Settles the memory of every output (see the top comment). */
+static hj_status exe_plan_outputs(hj_exec_t *e, exe_run *r, hj_buffer_t **out) {
+  int n = (int)arrlen(e->ins), nout = (int)arrlen(e->outs);
+  hj_status st = HJ_OK;
+  for (int i = 0; i < n; i++) r->ip[i] = r->full[i]->data;
+  for (int k = 0; k < nout && st == HJ_OK; k++) {
+    int a = e->alias_in[k];
+    if (!out[k] && a >= 0 && !r->full[a]->read_only) {
+      out[k] = hj_buffer_retain(r->full[a]);
+      r->retained[k] = true;
+    } else if (!out[k]) {
+      st = hj__buffer_new(e->ctx, "hj_exec_run", (hj_dtype_t)e->outs[k]->type,
+                          hj__shape_from_hlo(e->outs[k]), &out[k]);
+      r->made[k] = st == HJ_OK;
     }
     if (st != HJ_OK) break;
-    op[i] = out[i]->data;
-    bool clash = false;
-    for (int k = 0; k < nin && !clash; k++) clash = in[k]->data == out[i]->data;
-    for (int k = 0; k < i && !clash; k++) clash = out[k]->data == out[i]->data;
-    if (clash && (st = hj__buffer_new(e->ctx, "hj_exec_run", out[i]->dtype, out[i]->shape, &tmp[i])) == HJ_OK)
-      op[i] = tmp[i]->data;
-  }
-  if (st == HJ_OK) st = e->be->run(e->x, ip, nin, op, nout);
-  for (int i = 0; i < nout && tmp; i++) {
-    if (tmp[i] && st == HJ_OK) memcpy(out[i]->data, tmp[i]->data, out[i]->nbytes);
-    hj_buffer_destroy(tmp[i]);
-  }
-  for (int i = 0; st != HJ_OK && made && i < nout; i++)
-    if (made[i]) {
-      hj_buffer_destroy(out[i]);
-      out[i] = NULL;
+    r->op[k] = out[k]->data;
+    if (a >= 0 && out[k]->data == r->full[a]->data && out[k]->nbytes == r->full[a]->nbytes) {
+      if (r->full[a]->read_only)
+        st = hj__err(e->ctx, HJ_ERR_INVALID_ARG, "hj_exec_run: input %d ('%s') is read-only but donated to "
+                     "output %d, which would be written in place: pass NULL or a writable buffer as output %d",
+                     a, e->in_names[a], k, k);
+    } else if (a >= 0) {
+      r->copy_in[k] = true;                     /* in[a] is copied into out[k] first */
+      r->ip[a] = out[k]->data;
     }
-  free(ip);
-  free(op);
-  free(made);
-  free(tmp);
+  }
+  for (int k = 0; k < nout && st == HJ_OK; k++) {         /* memory shared where it must not be */
+    int a = e->alias_in[k];
+    size_t nb = out[k]->nbytes;
+    bool clash = r->copy_in[k] && exe_overlap(r->op[k], nb, r->full[a]->data, r->full[a]->nbytes);
+    for (int i = 0; i < n && !clash; i++)
+      clash = i != a && exe_overlap(r->op[k], nb, r->ip[i], r->full[i]->nbytes);
+    for (int j = 0; j < nout && !clash; j++)
+      clash = j != k && exe_overlap(r->op[k], nb, r->op[j], out[j]->nbytes);
+    if (!clash) continue;
+    if ((st = hj__buffer_new(e->ctx, "hj_exec_run", out[k]->dtype, out[k]->shape, &r->tmp[k])) != HJ_OK) break;
+    r->op[k] = r->tmp[k]->data;
+    if (a >= 0) {
+      r->ip[a] = r->tmp[k]->data;
+      r->copy_in[k] = true;
+    }
+  }
+  for (int k = 0; k < nout && st == HJ_OK; k++)            /* the copies of donated inputs */
+    if (r->copy_in[k]) memcpy(r->op[k], r->full[e->alias_in[k]]->data, out[k]->nbytes);
+  return st;
+}
+
+hj_status hj_exec_run(hj_exec_t *e, hj_buffer_t *const *in, int nin, hj_buffer_t **out, int nout) {
+  if (!e) return HJ_ERR_INVALID_ARG;
+  int n = (int)arrlen(e->ins), no = (int)arrlen(e->outs);
+  exe_run r = {
+    .full = calloc((size_t)n + 1, sizeof(hj_buffer_t *)),
+    .ip = calloc((size_t)n + 1, sizeof(void *)),
+    .op = calloc((size_t)no + 1, sizeof(void *)),
+    .made = calloc((size_t)no + 1, sizeof(bool)),
+    .retained = calloc((size_t)no + 1, sizeof(bool)),
+    .copy_in = calloc((size_t)no + 1, sizeof(bool)),
+    .tmp = calloc((size_t)no + 1, sizeof(hj_buffer_t *)),
+  };
+  hj_status st = r.full && r.ip && r.op && r.made && r.retained && r.copy_in && r.tmp ? HJ_OK
+                 : hj__err(e->ctx, HJ_ERR_OOM, "hj_exec_run: out of memory");
+  if (st == HJ_OK) st = exe_inputs(e, in, nin, r.full);
+  if (st == HJ_OK) st = exe_outputs(e, out, nout);
+  if (st == HJ_OK) st = exe_plan_outputs(e, &r, out);
+  int64_t t0 = exe_now_ns();
+  if (st == HJ_OK) st = e->be->run(e->x, r.ip, n, r.op, no);
+  if (st == HJ_OK) {
+    atomic_fetch_add(&e->runs, 1);
+    atomic_fetch_add(&e->run_ns, exe_now_ns() - t0);
+  }
+  for (int k = 0; r.tmp && k < no; k++) {
+    if (r.tmp[k] && st == HJ_OK) memcpy(out[k]->data, r.tmp[k]->data, out[k]->nbytes);
+    hj_buffer_destroy(r.tmp[k]);
+  }
+  for (int k = 0; st != HJ_OK && r.made && r.retained && k < no && out; k++)
+    if (r.made[k] || r.retained[k]) {
+      hj_buffer_destroy(out[k]);
+      out[k] = NULL;
+    }
+  free(r.full);
+  free(r.ip);
+  free(r.op);
+  free(r.made);
+  free(r.retained);
+  free(r.copy_in);
+  free(r.tmp);
   return st;
 }

@@ -5,7 +5,8 @@
    the call graph from the entry, depth first, and emits each computation after everything
    it calls, so callees precede callers and the entry comes last, as XLA prints modules
    (unused sub-graphs are left out). Instruction ids and names are kept; the entry root is
-   the single output or a new tuple of the outputs. */
+   the single output or a new tuple of the outputs. The graph's aliases (graph_io.c) become
+   the module's input_output_alias, may-alias as JAX writes donations. */
 #include "api.h"
 #include <stdlib.h>
 
@@ -147,6 +148,13 @@ hj_status hj__graph_module(hj_graph_t *g, hlo_module **out) {
     e->is_entry = true;
     cp.dst->entry = e;
     st = gm_entry_root(&cp, g, e);
+  }
+  for (ptrdiff_t k = 0; st == HJ_OK && k < arrlen(g->aliases); k++) {   /* graph_io.c */
+    int64_t idx[HLO_MAX_SHAPE_INDEX], none = 0;
+    int n = hlo_leaf_shape_index(&e->root->shape, g->aliases[k].output, idx);
+    st = n < 0 ? hj__err(g->ctx, HJ_ERR_INTERNAL, "graph '%s': alias of output %d lost", g->m->name,
+                         g->aliases[k].output)
+               : hlo_module_add_alias(cp.dst, idx, n, g->aliases[k].param->index, &none, 0, false);
   }
   free(cp.map);
   arrfree(cp.src_comps);

@@ -589,6 +589,11 @@ static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int narg
   case HLO_OP_OPT_BARRIER:
     if (!(res = ev_take(f, j, 0))) st = HJ_ERR_OOM;
     break;
+  case HLO_OP_GET_DIMENSION_SIZE:   /* values carry no real size: a bounded dim is its bound */
+    if ((res = hlo_literal_new(f->ctx, &ins->shape)) && ins->dims.n == 1)
+      *(int32_t *)res->data = (int32_t)ins->operands[0]->shape.dims[ins->dims.v[0]];
+    else st = res ? ev_op_err(f->ctx, HJ_ERR_INVALID_ARG, ins, "needs dimensions={d}") : HJ_ERR_OOM;
+    break;
   case HLO_OP_COPY:
     if (hlo_shape_is_array(&ins->shape)) st = ev_elementwise(f, j, ops, &res);
     else if (!(res = ev_take(f, j, 0))) st = HJ_ERR_OOM;

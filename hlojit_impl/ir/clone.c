@@ -157,6 +157,7 @@ hlo_module *hlo_module_clone_in(hj_ctx_t *ctx, const hlo_module *m) {
   }
   for (ptrdiff_t c = 0; ok && c < arrlen(m->comps); c++)
     ok = irc_comp(m, dm, m->comps[c], dm->comps[c], map, nmap);
+  if (ok) ok = hlo_module_copy_aliases(dm, m);
   free(map);
   if (!ok) {
     hj__err(ctx, HJ_ERR_OOM, "cannot copy module '%s' (out of memory or a dangling reference)",

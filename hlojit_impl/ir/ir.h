@@ -129,7 +129,8 @@ typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_OTHER } hlo_op_kind;
   X(CONDITIONAL, "conditional", -1, HLO_KIND_OTHER)                                       \
   X(SORT, "sort", -1, HLO_KIND_OTHER)                                                     \
   X(FUSION, "fusion", -1, HLO_KIND_OTHER)                                                 \
-  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)
+  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)                                        \
+  X(GET_DIMENSION_SIZE, "get-dimension-size", 1, HLO_KIND_OTHER)
 
 typedef enum {
 #define X(e, s, a, k) HLO_OP_##e,
@@ -237,6 +238,16 @@ typedef struct hlo_arena {
   hlo_arena_block *head;
 } hlo_arena;
 
+/* One entry of the module's input_output_alias (XLA's HloInputOutputAliasConfig; JAX's
+   donate_argnums): the root's array leaf at ShapeIndex |output| ({} when the root is an
+   array) is written into the buffer of parameter |param| at ShapeIndex |param_index|. */
+typedef struct hlo_alias {
+  hlo_ints output;                    /* ShapeIndex into the entry root's shape */
+  int64_t param;                      /* entry parameter number */
+  hlo_ints param_index;               /* ShapeIndex into that parameter's shape */
+  bool must;                          /* must-alias; else may-alias (hlojit treats both alike) */
+} hlo_alias;
+
 struct hj_module {
   hj_ctx_t *ctx;
   const char *name;
@@ -244,6 +255,8 @@ struct hj_module {
   hlo_comp **comps;                   /* stb_ds array, definition order */
   hlo_comp *entry;
   int next_id;
+  hlo_alias *aliases;                 /* arena array of |naliases|, output order (alias.c) */
+  int naliases;
 };
 
 /* The context. |backend_state| is each backend's per-context state (indexed by
@@ -444,6 +457,30 @@ hj_status hlo_module_prune_comps(hlo_module *m, bool *changed);
 hj_status hlo_module_dce(hlo_module *m, bool *changed);
 hlo_literal *hlo_literal_to_arena(hlo_module *m, const hlo_literal *l);
 hlo_instr *hlo_constant_new_before(hlo_comp *c, const hlo_instr *before, const hlo_literal *l);
+
+
+/* ---- alias.c: the entry's input_output_alias -----------------------------------------------
+   hlo_shape_index_leaf: the flattened leaf number (depth first, as hj_exec_run counts) of
+   the array leaf at ShapeIndex |idx| of |s|; -1 when |idx| is not a path to an array.
+   hlo_leaf_shape_index: the inverse: the ShapeIndex of flattened leaf |leaf| of |s| into
+   |idx| (HLO_MAX_RANK+8 entries at most), its length returned; -1 when out of range.
+   hlo_module_add_alias: appends an entry (lists copied into m's arena), kept in output
+   order; HJ_ERR_INVALID_ARG (message in m->ctx) when the output already has one.
+   hlo_alias_flat: entry |k| as flattened leaves: *out_leaf of the root, *in_leaf of the
+   entry's parameters (all of them, in order); false when it does not resolve.
+   hlo_module_output_alias: the flattened input leaf that output leaf |out_leaf| aliases,
+   -1 for none. hlo_module_copy_aliases: |src|'s entries into |dst| (clones); false on OOM.
+   hlo_verify_aliases (called by hlo_verify_module): every entry resolves to array leaves of
+   the same byte size, no output and no parameter leaf appears twice. */
+#define HLO_MAX_SHAPE_INDEX 16
+int hlo_shape_index_leaf(const hlo_shape *s, hlo_ints idx);
+int hlo_leaf_shape_index(const hlo_shape *s, int leaf, int64_t *idx);
+hj_status hlo_module_add_alias(hlo_module *m, const int64_t *output, int noutput, int64_t param,
+                               const int64_t *param_index, int nparam_index, bool must);
+bool hlo_alias_flat(const hlo_module *m, int k, int *out_leaf, int *in_leaf);
+int hlo_module_output_alias(const hlo_module *m, int out_leaf);
+bool hlo_module_copy_aliases(hlo_module *dst, const hlo_module *src);
+hj_status hlo_verify_aliases(const hlo_module *m);
 
 
 /* ---- opfacts.c: facts about opcodes shared by the evaluator, passes and emitters ---------

@@ -799,6 +799,12 @@ static hj_status si_control(hlo_si_cx *c, hlo_shape *out) {
     if ((st = hlo_si_nops(c, 1))) return st;
     *out = hlo_si_result(hlo_si_op(c, 0));
     return HJ_OK;
+  case HLO_OP_GET_DIMENSION_SIZE:   /* s32[]: the real size of a (bounded) dim */
+    if ((st = hlo_si_nops(c, 1)) || (st = hlo_si_array(c, 0))) return st;
+    if (c->ins->dims.n != 1 || c->ins->dims.v[0] < 0 || c->ins->dims.v[0] >= hlo_si_op(c, 0)->rank)
+      return hlo_si_err(c, "needs dimensions={d} with one dim of %s", hlo_si_str(c, 0, hlo_si_op(c, 0)));
+    *out = hlo_shape_scalar(HLO_S32);
+    return HJ_OK;
   default:
     return hlo_si_err(c, "no shape inference for this opcode");
   }

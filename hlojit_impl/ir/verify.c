@@ -190,6 +190,7 @@ hj_status hlo_verify_module(hlo_module *m) {
   for (ptrdiff_t i = 0; !st && i < n; i++) st = vf_cycles(m, i, mark);
   free(mark);
   for (ptrdiff_t i = 0; !st && i < n; i++) st = vf_shapes(m, m->comps[i]);
+  if (!st) st = hlo_verify_aliases(m);
   return st;
 }
 

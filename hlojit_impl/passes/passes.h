@@ -144,5 +144,41 @@ hj_status pass_dot_canonicalize(hlo_module *m, bool *changed);
 hj_status pass_fusion_split(hlo_module *m, bool *changed);
 int hlo_fusion_index_tuples(const hlo_comp *fc);
 
+/* ---- passes/dynamic_padder.c, dynamic_padder_ops.c ---------------------------------------
+   Bounded dynamic dims (`<=N`, XLA's DynamicPadder, our rules). Two modes:
+   hlo_pass_dynamic_padder (the pipeline's line): every get-dimension-size becomes the bound
+     it reads (a module compiled on its own runs at its bounds); nothing else changes.
+   pass_dynamic_pad (the tracing JIT, before compiling): every array is padded to its bound,
+     and the real size of each dynamic dim of an entry parameter becomes a new s32[]
+     parameter (appended, in order); every op that crosses a padded dim is masked or
+     corrected (reductions, dot contractions, reduce-window, concatenate, pad, reverse,
+     slices, dynamic-(update-)slice starts, gather indices), get-dimension-size becomes the
+     real size, and the real sizes of the outputs' dynamic dims that are not a size
+     parameter are appended to the root tuple as s32[] outputs. The result is static.
+     Contract: the caller passes parameters zero-padded (padded lanes hold zeros: masks
+     that only restore zeros are skipped there). Ops the rules do not cover on a dynamic dim
+     (scatter, sort along it, while/conditional state, merging reshapes, ...) are
+     HJ_ERR_UNSUPPORTED with the op named; |m| is then unusable (the JIT retraces at exact
+     sizes). Calls are inlined first. */
+typedef struct pass_dyn_param {   /* a dynamic dim of an entry parameter */
+  int param, dim;                 /* original parameter number, dim */
+  int size_param;                 /* the s32[] parameter holding its real size */
+} pass_dyn_param;
+typedef struct pass_dyn_out {     /* where the real size of an output dim is */
+  int output, dim;                /* original flattened output leaf, dim */
+  int size_param;                 /* >= 0: it equals this size parameter */
+  int size_output;                /* >= 0: the s32[] output leaf holding it */
+} pass_dyn_out;
+typedef struct pass_dyn_info {
+  int nparams, noutputs;          /* before padding (flattened output leaves) */
+  pass_dyn_param *params;         /* stb_ds */
+  pass_dyn_out *outs;             /* stb_ds: only dynamic output dims */
+  int nsize_outputs;              /* s32[] outputs appended after the noutputs leaves */
+  int masks;                      /* selects inserted (statistics) */
+} pass_dyn_info;
+hj_status hlo_pass_dynamic_padder(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+hj_status pass_dynamic_pad(hlo_module *m, pass_dyn_info *info);
+void pass_dyn_info_free(pass_dyn_info *info);
+
 
 #endif /* HLOJIT_PASSES_H */

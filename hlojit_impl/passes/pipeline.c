@@ -60,6 +60,10 @@ hj_status hlo_run_pipeline(hlo_pass_ctx *pc, hlo_module *m, const hlo_pipeline_o
   bool ch = false;
   /* First: every later pass sees one flat computation instead of call boundaries. */
   PIP_RUN("inline-calls", hlo_pass_inline_calls, &ch);
+  /* Before simplification: a module compiled on its own runs at its bounds, so each
+     get-dimension-size becomes its bound (the tracing JIT pads and passes the real sizes
+     before the pipeline, with pass_dynamic_pad: none is left then). */
+  PIP_RUN("dynamic-padder", hlo_pass_dynamic_padder, &ch);
   /* tuple simplification, algsimp, constant folding, CSE, DCE to a fixed point. */
   st = pip_simplify(pc, m, opt->max_simplify_rounds);
   if (st != HJ_OK) return st;

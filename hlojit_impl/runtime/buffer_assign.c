@@ -31,6 +31,26 @@
         the first gap that fits (first fit over the live slots sorted by offset), then the
         groups whose last use is i are released. Allocating before releasing means that
         an instruction's outputs never share memory with its inputs.
+   Donation (the entry's input_output_alias, step 3): for a pair (output leaf k, input leaf
+   i) the run passes one buffer as both (backend.h), so the output's group must live there
+   without clobbering a value of parameter i that is still to be read. With P the
+   parameter's group and G the output's (def: its first write):
+     - G == P (the output is the parameter): nothing to do;
+     - P.last < G.def: every read of the parameter is over when G is first written: G
+       simply lives in output k (= input i);
+     - P.last == G.def and that instruction can update P in place (the dus fusion of step
+       2 over P, or the in-place elementwise kernel of step 2b over P): it does, and P and G
+       are one group in output k;
+     - otherwise G stays in the arena and is copied into output k at the end. A root leaf
+       that is another parameter (or a constant, or a repeat) is copied at the end too; a
+       parameter copied into a donated output is first staged into the arena (ba_plan.
+       stages), since another end copy may still read the donated buffer.
+   End copies run parameters first (their buffers may be donated outputs written by later
+   copies), then arena and constant sources, then repeats of other outputs (which read
+   final values).
+   Worked example: cache' = dus(cache, row, pos) with (cache' -> cache) donated, cache read
+   by nothing else: P.last == G.def == the dus: the dus kernel writes the row into the
+   caller's cache; no copy, no arena slot.
    Worked example (f32[1024] = 4 KiB each):  a = f(p); b = g(a); c = h(b); ROOT d = k(c)
      a -> [0,4K)  (i=0); b -> [4K,8K) then a released (i=1); c -> [0,4K) then b released;
      d -> output 0.  Peak arena: 8 KiB (12 KiB without reuse). */
@@ -55,6 +75,9 @@ typedef struct ba_state {
   int *uf;                /* union-find parent per group */
   int *pos_of_id;         /* instruction id -> position */
   int nids;
+  int *pgroup;            /* stb_ds: flattened parameter leaf -> its group (-1 token) */
+  int *copy_grp;          /* stb_ds, parallel to plan.copies: source group (-1: src set) */
+  int *stage_grp;         /* stb_ds, parallel to plan.stages: the arena group of dst */
 } ba_state;
 
 const char *ba_where_name(ba_where w) {
@@ -99,9 +122,14 @@ static hj_status ba_leaves_of(ba_state *s, ba_plan *p, int i, const int *param_b
   }
   switch (ins->op) {
   case HLO_OP_PARAMETER:
-    for (ptrdiff_t j = 0; j < arrlen(sh); j++)
-      arrput(lg, sh[j]->type == HLO_TOKEN ? -1
-                 : ba_new_group(s, BA_PARAM, param_base[ins->index] + j, hlo_shape_bytes(sh[j]), i));
+    for (ptrdiff_t j = 0; j < arrlen(sh); j++) {
+      int g = sh[j]->type == HLO_TOKEN ? -1
+              : ba_new_group(s, BA_PARAM, param_base[ins->index] + j, hlo_shape_bytes(sh[j]), i);
+      arrput(lg, g);
+      int64_t at = param_base[ins->index] + j;
+      while (arrlen(s->pgroup) <= at) arrput(s->pgroup, -1);
+      s->pgroup[at] = g;
+    }
     break;
   case HLO_OP_CONSTANT: {
     const hlo_literal **lits = NULL;
@@ -253,6 +281,112 @@ static void ba_arena(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
   p->arena_bytes = peak;
 }
 
+/* ---- step 3: outputs, donation, end copies -------------------------------------------- */
+
+static void ba_note(ba_plan *p, int out, int in, const char *how) {
+  ba_alias_note n = { out, in, how };
+  arrput(p->aliases, n);
+}
+
+/* May instruction |i| (the last reader of parameter group |P|, and the first writer of
+   group |g|) compute |g| over |P| in place? Marks it (dus_inplace / inplace_operand). */
+static bool ba_alias_inplace(ba_state *s, ba_plan *p, int i, int P, int g, ba_inplace_fn ok,
+                             void *ud, const char **how) {
+  const hlo_instr *f = s->c->instrs[i];
+  if (f->op != HLO_OP_FUSION || f->ncalls != 1 || arrlen(s->leafgrp[i]) != 1 ||
+      ba_find(s, s->leafgrp[i][0]) != g || p->dus_inplace[i] || p->inplace_operand[i] >= 0 ||
+      ba_uses_of(s, f, P) != 1 || s->groups[P].bytes != s->groups[g].bytes)
+    return false;
+  const hlo_instr *r = f->calls[0]->root;
+  if (r && r->op == HLO_OP_DYNAMIC_UPDATE_SLICE && r->operands[0]->op == HLO_OP_PARAMETER &&
+      r->operands[0]->index >= 0 && r->operands[0]->index < f->noperands) {
+    int *og = s->leafgrp[ba_pos(s, f->operands[r->operands[0]->index])];
+    if (arrlen(og) == 1 && og[0] >= 0 && ba_find(s, og[0]) == P) {
+      p->dus_inplace[i] = true;
+      *how = "in place (dynamic-update-slice)";
+      return true;
+    }
+  }
+  for (int k = 0; ok && k < f->noperands; k++) {
+    const hlo_instr *opnd = f->operands[k];
+    int *og = s->leafgrp[ba_pos(s, opnd)];
+    if (!hlo_shape_is_array(&opnd->shape) || arrlen(og) != 1 || og[0] < 0 || ba_find(s, og[0]) != P ||
+        hlo_shape_numel(&opnd->shape) != hlo_shape_numel(&f->shape) || !ok(f, k, ud))
+      continue;
+    p->inplace_operand[i] = k;
+    *how = "in place (elementwise)";
+    return true;
+  }
+  return false;
+}
+
+/* Output leaf |k| (group |g|) aliases input leaf |a|: true when it needs no end copy. */
+static bool ba_alias(ba_state *s, ba_plan *p, int k, int a, int g, ba_inplace_fn ok, void *ud) {
+  int P = a < arrlen(s->pgroup) ? ba_find(s, s->pgroup[a]) : -1;
+  if (P < 0) return false;
+  if (g == P) {
+    ba_note(p, k, a, "the output is the parameter");
+    return true;
+  }
+  ba_group *G = &s->groups[g], *PG = &s->groups[P];
+  if (G->where != BA_ARENA) return false;
+  const char *how = NULL;
+  if (PG->last < G->def) {
+    how = "written after the parameter's last read";
+  } else if (PG->last == G->def && ba_alias_inplace(s, p, G->def, P, g, ok, ud, &how)) {
+    s->uf[P] = g;
+    if (PG->def < G->def) G->def = PG->def;
+    if (PG->last > G->last) G->last = PG->last;
+  } else {
+    ba_note(p, k, a, "copied at the end: the parameter is read after the output is first written");
+    return false;
+  }
+  G->where = BA_OUTPUT;
+  G->index = k;
+  ba_note(p, k, a, how);
+  return true;
+}
+
+/* An end copy of group |g| into output |k|, which aliases input |a| (-1: none). A
+   parameter copied into a donated output is staged: copied into an arena slot before the
+   first thunk and from there at the end. */
+static void ba_end_copy(ba_state *s, ba_plan *p, int k, int g, int a) {
+  ba_group *G = &s->groups[g];
+  bool stage = a >= 0 && G->where == BA_PARAM;
+  if (a >= 0 && G->where == BA_CONST) ba_note(p, k, a, "a constant: copied at the end");
+  if (a >= 0 && G->where == BA_OUTPUT) ba_note(p, k, a, "a repeat of another output: copied at the end");
+  if (stage) {
+    int sg = ba_new_group(s, BA_ARENA, 0, G->bytes, 0);
+    s->groups[sg].last = s->n;
+    G = &s->groups[g];
+    ba_stage st = { { G->where, G->index, G->bytes }, { BA_ARENA, 0, G->bytes } };
+    arrput(p->stages, st);
+    arrput(s->stage_grp, sg);
+    g = sg;
+    ba_note(p, k, a, "another parameter: staged, copied at the end");
+  }
+  ba_copy cp = { k, { s->groups[g].where, s->groups[g].index, s->groups[g].bytes } };
+  arrput(p->copies, cp);
+  arrput(s->copy_grp, s->groups[g].where == BA_ARENA ? g : -1);
+}
+
+static int ba_copy_class(const ba_copy *c) {
+  return c->src.where == BA_PARAM ? 0 : c->src.where == BA_OUTPUT ? 2 : 1;
+}
+
+/* After the arena: arena sources get their offsets; copies ordered by class (stable). */
+static void ba_resolve_copies(ba_state *s, ba_plan *p) {
+  for (ptrdiff_t k = 0; k < arrlen(p->copies); k++)
+    if (s->copy_grp[k] >= 0) p->copies[k].src.index = s->groups[s->copy_grp[k]].index;
+  for (ptrdiff_t k = 0; k < arrlen(p->stages); k++) p->stages[k].dst.index = s->groups[s->stage_grp[k]].index;
+  for (ptrdiff_t i = 1; i < arrlen(p->copies); i++)           /* insertion sort: few copies */
+    for (ptrdiff_t j = i; j > 0 && ba_copy_class(&p->copies[j - 1]) > ba_copy_class(&p->copies[j]); j--) {
+      ba_copy t = p->copies[j];
+      p->copies[j] = p->copies[j - 1];
+      p->copies[j - 1] = t;
+    }
+}
+
 /* Steps 1-3 need the flattened parameter offsets. */
 static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes,
                           ba_inplace_fn may_inplace, void *ud) {
@@ -283,16 +417,18 @@ static hj_status ba_build(ba_state *s, ba_plan *p, const int64_t *scratch_bytes,
   for (ptrdiff_t k = 0; k < arrlen(rl); k++) {            /* outputs */
     int g = ba_find(s, rl[k]);
     if (g < 0) continue;
+    int a = c->module && c == c->module->entry ? hlo_module_output_alias(c->module, (int)k) : -1;
+    if (a >= 0 && ba_alias(s, p, (int)k, a, g, may_inplace, ud)) continue;
     ba_group *G = &s->groups[g];
-    if (G->where == BA_ARENA) {
+    if (G->where == BA_ARENA && a < 0) {
       G->where = BA_OUTPUT;
       G->index = k;
     } else {
-      ba_copy cp = { (int)k, { G->where, G->index, G->bytes } };
-      arrput(p->copies, cp);
+      ba_end_copy(s, p, (int)k, g, a);
     }
   }
   ba_arena(s, p, scratch_bytes);
+  ba_resolve_copies(s, p);
   return HJ_OK;
 }
 
@@ -343,6 +479,9 @@ hj_status ba_assign_ex(hj_ctx_t *ctx, const hlo_comp *c, const int64_t *scratch_
   free(s.pos_of_id);
   arrfree(s.groups);
   arrfree(s.uf);
+  arrfree(s.pgroup);
+  arrfree(s.copy_grp);
+  arrfree(s.stage_grp);
   if (st != HJ_OK) ba_plan_free(out);
   return st;
 }
@@ -356,6 +495,8 @@ void ba_plan_free(ba_plan *p) {
   free(p->inplace_operand);
   arrfree(p->consts);
   arrfree(p->copies);
+  arrfree(p->stages);
+  arrfree(p->aliases);
   memset(p, 0, sizeof *p);
 }
 
@@ -391,9 +532,19 @@ void ba_plan_print(const ba_plan *p, char **sb) {
     if (p->scratch[i] >= 0) sb_printf(sb, "  scratch@%lld", (long long)p->scratch[i]);
     sb_puts(sb, "\n");
   }
+  for (ptrdiff_t k = 0; k < arrlen(p->stages); k++) {
+    sb_puts(sb, "  stage ");
+    ba_loc_print(sb, &p->stages[k].src);
+    sb_puts(sb, " into ");
+    ba_loc_print(sb, &p->stages[k].dst);
+    sb_puts(sb, " first\n");
+  }
   for (ptrdiff_t k = 0; k < arrlen(p->copies); k++) {
     sb_printf(sb, "  copy into output %d from ", p->copies[k].out);
     ba_loc_print(sb, &p->copies[k].src);
     sb_puts(sb, "\n");
   }
+  for (ptrdiff_t k = 0; k < arrlen(p->aliases); k++)
+    sb_printf(sb, "  output %d aliases input %d: %s\n", p->aliases[k].out, p->aliases[k].in,
+              p->aliases[k].how);
 }

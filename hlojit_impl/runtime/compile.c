@@ -180,6 +180,13 @@ static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out) 
   free(scr);
   if (st == HJ_OK) st = th_program_alloc(B->ctx, p);
   if (st == HJ_OK) B->x->stats.arena_bytes += p->plan.arena_bytes;
+  for (ptrdiff_t k = 0; st == HJ_OK && k < arrlen(p->plan.stages); k++) {   /* donation */
+    th_thunk t = { .kind = TH_COPY, .ins = c->root };
+    arrput(t.args, p->plan.stages[k].src);
+    arrput(t.outs, p->plan.stages[k].dst);
+    arrput(p->thunks, t);
+    B->x->stats.copies++;
+  }
   for (int i = 0; i < n && st == HJ_OK; i++) st = rtc_thunk(B, p, i);
   for (ptrdiff_t k = 0; st == HJ_OK && k < arrlen(p->plan.copies); k++) {
     const ba_copy *cp = &p->plan.copies[k];

@@ -16,7 +16,12 @@
    dynamic-update-slice shares its operand 0's. A group lives in the caller's input buffer
    (a parameter leaf), the caller's output buffer (a root leaf written by a kernel), a
    constant, or one 64-byte aligned slot of the arena, reused first-fit once its last user
-   has run (liveness over the text order). */
+   has run (liveness over the text order).
+   The entry's input_output_alias pairs (output k, input i) share memory at run time
+   (backend.h): output k is computed in input i's buffer when nothing reads the parameter
+   after the output's first write, or in place by the instruction that reads it last (a
+   dynamic-update-slice or in-place elementwise fusion); else it is computed in the arena
+   and copied in at the end (ba_plan.copies), after every read of the parameter. */
 typedef enum { BA_NONE, BA_PARAM, BA_OUTPUT, BA_CONST, BA_ARENA } ba_where;
 typedef struct ba_loc {
   ba_where where;
@@ -32,6 +37,13 @@ typedef struct ba_copy {    /* a root leaf that needs a copy into the output buf
   int out;                  /* output leaf */
   ba_loc src;
 } ba_copy;
+typedef struct ba_stage {   /* a parameter leaf copied into the arena before the first thunk */
+  ba_loc src, dst;          /* PARAM, ARENA */
+} ba_stage;
+typedef struct ba_alias_note {  /* what became of one input_output_alias pair (the dump) */
+  int out, in;              /* flattened output and input leaves */
+  const char *how;          /* "in place (dynamic-update-slice)", "copied at the end: ...", ... */
+} ba_alias_note;
 typedef struct ba_plan {
   const hlo_comp *comp;
   /* per instruction (index = position in comp->instrs): its leaves' locations */
@@ -45,6 +57,8 @@ typedef struct ba_plan {
   int64_t values_bytes;     /* sum of arena values without reuse (for the dump) */
   int *inplace_operand;     /* per instruction: the operand whose arena slot the fusion's
                                output 0 takes (in-place elementwise, ba_assign_ex), -1 none */
+  ba_stage *stages;         /* stb_ds: copies to make before the first thunk */
+  ba_alias_note *aliases;   /* stb_ds: the entry's input_output_alias pairs, as planned */
 } ba_plan;
 /* |scratch_bytes| (may be NULL): per instruction (comp->instrs order) bytes of scratch
    it needs while it runs (the while thunk's next state). *out is filled; free it with
@@ -108,6 +122,7 @@ typedef struct th_thunk {
   int *arg_off;                  /* COND: first args index of branch b's operand leaves */
   int64_t scratch;               /* WHILE: arena offset of next state + pred */
   void **bufs;                   /* KERNEL/MATMUL: pointer table reused by every run */
+  int64_t prof_calls, prof_ns;   /* runs and time of this thunk while profiling */
 } th_thunk;
 
 struct th_program {
@@ -127,6 +142,7 @@ typedef struct th_runtime {
   hj_status (*kernel)(void *ud, const th_thunk *t, void **bufs);
   hj_status (*matmul)(void *ud, const th_thunk *t, void **bufs);
   int64_t iterations;            /* while iterations run (statistics) */
+  bool profile;                  /* time each thunk into its prof_* counters */
 } th_runtime;
 
 /* Allocates the arena and the constant copies of |p| (after its plan is made). */
@@ -141,6 +157,17 @@ const char *th_kind_name(th_kind k);
 /* While scratch: bytes for the next state of |w| and the predicate. */
 int64_t th_while_scratch_bytes(const hlo_instr *w);
 
+/* ---- profile.c: per-thunk profiles (hj_exec_profile) -------------------------------------
+   th_profile_append: one hj_profile_entry_t per thunk of |p| and of its nested programs
+   (depth + 1), appended to the stb_ds array *out; names point into |p|.
+   th_profile_reset: zeroes the counters of |p| and its nested programs.
+   th_thunk_bytes / th_thunk_flops: what a thunk moves and computes per call (the meaning
+   of hj_profile_entry_t's fields). */
+void th_profile_append(const th_program *p, int depth, hj_profile_entry_t **out);
+void th_profile_reset(th_program *p);
+int64_t th_thunk_bytes(const th_thunk *t);
+int64_t th_thunk_flops(const th_thunk *t);
+
 
 /* ---- pass_hooks.c ----------------------------------------------------------------------------
    rt_pass_ctx_init: hlo_pass_ctx_init with the evaluator and printer hooks the passes use
@@ -148,6 +175,39 @@ int64_t th_while_scratch_bytes(const hlo_instr *w);
    tests) uses it. rt_now_ms: CLOCK_MONOTONIC in milliseconds. */
 void rt_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
 double rt_now_ms(void);
+
+/* ---- disk_cache.c: the on-disk cache of compiled code ---------------------------------------
+   A directory of entry files keyed by the whole key material (see the file's comment for
+   the format, the atomic writes and the eviction). LLVM-free; a cache never fails what it
+   serves: problems are misses.
+   rt_dcache_resolve_dir: the directory for |dir| (NULL: $HLOJIT_CACHE_DIR, else
+     $XDG_CACHE_HOME/hlojit, else $HOME/.cache/hlojit); false when the cache is off ("off")
+     or no directory is known.
+   rt_dcache_open: *out NULL (and HJ_OK) when off or the directory cannot be made;
+     |max_bytes| 0: $HLOJIT_CACHE_MAX_MB MiB (fractions allowed), else 1 GiB.
+   rt_dcache_get: true on a hit, *payload malloc'd (free it), *n its bytes; false on a miss,
+     |why| (may be NULL) saying why: "no entry", or the reason a bad entry was rejected (it
+     is deleted). rt_dcache_put: atomic write, then eviction down to max_bytes; HJ_ERR_IO
+     (message set) when the write failed, which callers may ignore.
+   rt_dcache_evict: deletes least recently used entries while the directory holds more than
+     max_bytes, and temporary files older than ten minutes; returns how many entries.
+   rt_dcache_entry_path: the file of |key| (for tests and tools). */
+typedef struct rt_dcache rt_dcache;
+typedef struct rt_dcache_stats {
+  int64_t hits, misses, rejected, writes, write_errors, evictions;
+} rt_dcache_stats;
+bool rt_dcache_resolve_dir(const char *dir, char *buf, size_t n);
+hj_status rt_dcache_open(hj_ctx_t *ctx, const char *dir, int64_t max_bytes, rt_dcache **out);
+void rt_dcache_close(rt_dcache *c);
+const char *rt_dcache_dir(const rt_dcache *c);
+bool rt_dcache_get(rt_dcache *c, const void *key, size_t klen, void **payload, size_t *n, char *why,
+                   size_t whyn);
+hj_status rt_dcache_put(rt_dcache *c, const void *key, size_t klen, const void *payload, size_t n);
+int64_t rt_dcache_evict(rt_dcache *c);
+rt_dcache_stats rt_dcache_get_stats(rt_dcache *c);
+void rt_dcache_entry_path(const rt_dcache *c, const void *key, size_t klen, char *buf, size_t n);
+/* XXH3-128 of |data| as 32 hex digits (the entry names' hash; for keys built by backends). */
+void rt_dcache_digest(const void *data, size_t n, char hex[33]);
 
 /* The compile driver needs LLVM (the emitters); the evaluator-only single-header build
    (HLOJIT_NO_LLVM) has neither. */
@@ -212,6 +272,20 @@ typedef struct rt_target {
    freed). Free a compiled one with rt_exec_free (after the backend unloaded its code). */
 hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_exec *out);
 void rt_exec_free(rt_exec *x);
+
+/* ---- code_key.c: the key of an emitted module's machine code, for code caches ------------------
+   rt_code_key_make: renames |mod|'s definitions canonically, hashes its IR, and gives the
+   key material (|target_id|: the code's identity, e.g. LLVM version, triple, CPU, features)
+   and its digest; the functions end up named "hj<digest>.f<i>" and x's kernel thunks and
+   matmul plans (x may be NULL) follow. Call it after emission, before optimisation. */
+typedef struct rt_code_key {
+  char *key;                     /* malloc'd, NUL-terminated key material */
+  size_t len;
+  char digest[33];               /* XXH3-128 of the key, hex: the disk entry's name */
+} rt_code_key;
+hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x,
+                           rt_code_key *out);
+void rt_code_key_free(rt_code_key *k);
 #endif /* HLOJIT_NO_LLVM */
 
 #endif /* HLOJIT_RUNTIME_H */

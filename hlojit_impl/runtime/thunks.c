@@ -8,10 +8,14 @@
    Evaluator fallback: the fused computation's parameters are literal views of the operand
    leaves (tuple operands become tuple views over consecutive leaves); the evaluator never
    writes its arguments, and its result leaves are copied into the output leaves, so an
-   output that aliases operand 0 (in-place dynamic-update-slice) is fine too. */
+   output that aliases operand 0 (in-place dynamic-update-slice) is fine too.
+
+   Profiling (th_runtime.profile): each thunk's wall time and count accumulate in its
+   prof_* fields (a while's time includes its nested programs'); profile.c reads them. */
 #include "runtime.h"
 #include "../eval/eval.h"
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct th_frame {
   th_program *p;
@@ -186,12 +190,19 @@ static hj_status th_cond(th_runtime *rt, const th_frame *f, const th_thunk *t) {
 
 /* ---- the sequence --------------------------------------------------------------------------- */
 
+static int64_t th_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *const *out) {
   th_frame f = { p, in, out };
   for (ptrdiff_t i = 0; i < arrlen(p->thunks); i++) {
     th_thunk *t = &p->thunks[i];
     hj_status st = HJ_OK;
     void **bufs = NULL;
+    int64_t t0 = rt->profile ? th_now_ns() : 0;
     switch (t->kind) {
     case TH_KERNEL:
       if (t->parallel_n <= 0) break;
@@ -214,6 +225,10 @@ hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *c
     default: st = hj__err(rt->ctx, HJ_ERR_INTERNAL, "unknown thunk kind %d", (int)t->kind); break;
     }
     (void)bufs;
+    if (rt->profile) {
+      t->prof_ns += th_now_ns() - t0;
+      t->prof_calls++;
+    }
     if (st == HJ_OK) continue;
     if (st == HJ_ERR_OOM && !rt->ctx->err[0]) hj__err(rt->ctx, st, "thunk '%s': out of memory", t->ins->name);
     return st;

@@ -519,7 +519,8 @@ static hj_status prs_computation(hlo_parser *P, hlo_comp **entry) {
   return HJ_OK;
 }
 
-/* `HloModule name[:] (, attr=value)*`; all but the name is dropped. */
+/* `HloModule name[:] (, attr=value)*`; input_output_alias is kept (parse_header.c), the
+   other attributes are dropped. */
 static hj_status prs_header(hlo_parser *P) {
   hlo_tok t = hlo_lex_peek(&P->lx);
   if (!prs_keyword(P, &t, "HloModule")) return HJ_OK;
@@ -531,6 +532,11 @@ static hj_status prs_header(hlo_parser *P) {
   while (hlo_prs_accept(P, ',')) {
     PRS_TRY(prs_ident(P, &t, "a module attribute"));
     PRS_TRY(hlo_prs_expect(P, '='));
+    if (prs_is(&t, "input_output_alias")) {
+      P->alias_pos = t.pos;
+      PRS_TRY(hlo_prs_io_alias(P));
+      continue;
+    }
     size_t epos;
     const char *err;
     if (!hlo_lex_skip_value(&P->lx, &epos, &err)) return hlo_prs_err(P, epos, HJ_ERR_PARSE, "%s", err);
@@ -628,7 +634,7 @@ static hj_status prs_verify(hlo_parser *P) {
   if (st == HJ_OK || st == HJ_ERR_OOM || !P->ctx) return st;
   char msg[1024];
   snprintf(msg, sizeof msg, "%.1000s", P->ctx->err);
-  size_t pos = hmget(P->comp_pos, P->m->entry);
+  size_t pos = strstr(msg, "input_output_alias") ? P->alias_pos : hmget(P->comp_pos, P->m->entry);
   const char *c = strstr(msg, "computation '"), *ce = c ? strchr(c + 13, '\'') : NULL;
   ptrdiff_t k = ce ? shgeti(P->comps, hlo_prs_cstr(P, c + 13, (size_t)(ce - c - 13))) : -1;
   if (k >= 0) {

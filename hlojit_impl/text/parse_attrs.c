@@ -296,7 +296,7 @@ typedef struct pra_attr {
   size_t off;                         /* INTS/INT/BOOL: into hlo_instr; REF: into pra_state */
   hj_status (*fn)(hlo_parser *P, pra_state *S, size_t pos);
   int nops;                           /* -1: every op */
-  hlo_opcode ops[7];
+  hlo_opcode ops[8];
 } pra_attr;
 
 #define PRA_I(f) offsetof(hlo_instr, f)
@@ -307,7 +307,7 @@ typedef struct pra_attr {
 static const pra_attr pra_table[] = {
   { "dimensions", PRA_INTS, PRA_I(dims), NULL,
     PRA_OPS(HLO_OP_BROADCAST, HLO_OP_REDUCE, HLO_OP_TRANSPOSE, HLO_OP_REVERSE, HLO_OP_CONCATENATE,
-            HLO_OP_SORT, HLO_OP_MAP) },
+            HLO_OP_SORT, HLO_OP_MAP, HLO_OP_GET_DIMENSION_SIZE) },
   { "index", PRA_INT, PRA_I(index), NULL, PRA_OPS(HLO_OP_GET_TUPLE_ELEMENT) },
   { "iota_dimension", PRA_INT, PRA_I(index), NULL, PRA_OPS(HLO_OP_IOTA) },
   { "slice", PRA_FN, 0, pra_slice, PRA_OPS(HLO_OP_SLICE) },
@@ -444,7 +444,8 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
   case HLO_OP_SLICE: need = slice; break;
   case HLO_OP_DYNAMIC_SLICE: need = ds; break;
   case HLO_OP_PAD: need = pad; break;
-  case HLO_OP_BROADCAST: case HLO_OP_TRANSPOSE: case HLO_OP_REVERSE: case HLO_OP_CONCATENATE: need = dims; break;
+  case HLO_OP_BROADCAST: case HLO_OP_TRANSPOSE: case HLO_OP_REVERSE: case HLO_OP_CONCATENATE:
+  case HLO_OP_GET_DIMENSION_SIZE: need = dims; break;
   case HLO_OP_REDUCE: case HLO_OP_SORT: need = red; break;
   case HLO_OP_MAP: case HLO_OP_CALL: need = app; break;
   case HLO_OP_FUSION: need = fus; break;

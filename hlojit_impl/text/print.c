@@ -2,6 +2,8 @@
    ours) reads back, in the form JAX's `as_text(dialect="hlo")` produces:
 
      HloModule m, entry_computation_layout={(f32[2,3]{1,0}, s32[])->f32[2]{0}}
+   (with `, input_output_alias={ {0}: (0, {}, may-alias) }` before the layout when the
+   module has aliases, as XLA prints it)
 
      add {
        x = f32[] parameter(0)
@@ -262,7 +264,7 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
   case HLO_OP_IOTA: sb_printf(sb, ", iota_dimension=%lld", (long long)ins->index); break;
   case HLO_OP_GET_TUPLE_ELEMENT: sb_printf(sb, ", index=%lld", (long long)ins->index); break;
   case HLO_OP_BROADCAST: case HLO_OP_TRANSPOSE: case HLO_OP_REVERSE: case HLO_OP_CONCATENATE:
-  case HLO_OP_REDUCE: case HLO_OP_MAP:
+  case HLO_OP_REDUCE: case HLO_OP_MAP: case HLO_OP_GET_DIMENSION_SIZE:
     pr_ints(sb, "dimensions", ins->dims);
     break;
   case HLO_OP_SORT:
@@ -342,10 +344,33 @@ static void pr_entry_layout(char **sb, const hlo_comp *e) {
   sb_puts(sb, "}");
 }
 
+static void pr_shape_index(char **sb, hlo_ints idx) {
+  sb_puts(sb, "{");
+  for (int i = 0; i < idx.n; i++) sb_printf(sb, "%s%lld", i ? "," : "", (long long)idx.v[i]);
+  sb_puts(sb, "}");
+}
+
+/* XLA's HloInputOutputAliasConfig::ToShortString, in the header where XLA puts it:
+   `, input_output_alias={ {0}: (0, {}, may-alias), {1}: (2, {1}, must-alias) }`. */
+static void pr_io_alias(char **sb, const hlo_module *m) {
+  if (m->naliases == 0) return;
+  sb_puts(sb, ", input_output_alias={ ");
+  for (int k = 0; k < m->naliases; k++) {
+    const hlo_alias *a = &m->aliases[k];
+    if (k) sb_puts(sb, ", ");
+    pr_shape_index(sb, a->output);
+    sb_printf(sb, ": (%lld, ", (long long)a->param);
+    pr_shape_index(sb, a->param_index);
+    sb_puts(sb, a->must ? ", must-alias)" : ", may-alias)");
+  }
+  sb_puts(sb, " }");
+}
+
 hj_status hlo_print_module(const hlo_module *m, char **out) {
   *out = NULL;
   char *head = NULL, *body = NULL;
   sb_printf(&head, "HloModule %s", m->name);
+  pr_io_alias(&head, m);
   if (m->entry) pr_entry_layout(&head, m->entry);
   sb_puts(&head, "\n\n");
   ptrdiff_t n = arrlen(m->comps);

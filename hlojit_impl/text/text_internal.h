@@ -63,6 +63,7 @@ typedef struct hlo_parser {
   hlo_prs_fixup *fixups;                            /* stb_ds */
   char *tmp;                                        /* stb_ds scratch for NUL-terminated names */
   int depth;                                        /* tuples, literals, nested operands */
+  size_t alias_pos;                                 /* the input_output_alias attribute */
 } hlo_parser;
 #define HLO_PRS_MAX_DEPTH 64
 /* Formats the message and reports it at byte |pos| (see hlo_lex_error). */
@@ -77,6 +78,9 @@ const char *hlo_prs_cstr(hlo_parser *P, const char *s, size_t n);  /* valid unti
    (|oppos|: where the opcode is, for "missing attribute" errors); the constant literal. */
 hj_status hlo_prs_attrs(hlo_parser *P, hlo_instr *ins, size_t oppos, bool allow_attrs);
 hj_status hlo_prs_literal(hlo_parser *P, hlo_instr *ins);
+/* parse_header.c: the value of the module attribute input_output_alias, after its '=':
+   `{ {0}: (0, {}, may-alias), ... }` into P->m's aliases (checked by the verifier later). */
+hj_status hlo_prs_io_alias(hlo_parser *P);
 
 
 #endif

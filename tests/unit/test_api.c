@@ -244,7 +244,7 @@ static void test_split_concat(void **state) {
   ta_fix *f = *state;
   hj_tensor_t x = hj_param(f->g, HJ_F32, HJ_SHAPE(2, 6), "x");
   hj_tensor_t parts[3];
-  CHECK_OK(f->ctx, hj_split(x, -1, (int64_t[]){ 1, 2, 3 }, 3, parts));
+  CHECK_OK(f->ctx, hj_unpack(hj_split(x, -1, (int64_t[]){ 1, 2, 3 }, 3), parts, 3));
   for (int i = 0; i < 3; i++) assert_int_equal(hj_tensor_shape(parts[i]).dims[1], i + 1);
   hj_tensor_t swapped[3] = { parts[2], parts[0], parts[1] };
   hj_graph_output(f->g, hj_concat(parts, 3, 1));

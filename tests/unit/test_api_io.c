@@ -92,7 +92,7 @@ static hj_tensor_t ta_jax_matmul(hj_graph_t *g, const hj_tensor_t *p) { return h
 static hj_tensor_t ta_jax_attention(hj_graph_t *g, const hj_tensor_t *p) {
   enum { T = 6, C = 16, H = 2, D = 8 };
   hj_tensor_t qkv = hj_add(hj_matmul(p[0], p[1]), p[2]), part[3];   // (T, 3C)
-  hj_split(qkv, 1, (int64_t[]){ C, C, C }, 3, part);
+  hj_unpack(hj_split(qkv, 1, (int64_t[]){ C, C, C }, 3), part, 3);
   const int64_t hf[3] = { 1, 0, 2 }, kt[3] = { 0, 2, 1 };
   for (int i = 0; i < 3; i++) part[i] = hj_transpose(hj_reshape(part[i], HJ_SHAPE(T, H, D)), hf, 3);
   hj_tensor_t att = hj_div(hj_matmul(part[0], hj_transpose(part[1], kt, 3)),

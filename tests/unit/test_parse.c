@@ -219,7 +219,7 @@ static void test_jax_fixtures(void **state) {
 static const char tp_module[] =
   "// a leading comment\n"
   "HloModule test_mod, is_scheduled=true, entry_computation_layout={(f32[4,8]{1,0})->f32[4]{0}},\n"
-  "  input_output_alias={ {0}: (0, {}) }, frontend_attributes={a=\"b}\"}\n"
+  "  input_output_alias={ }, buffer_donor={ (0, {}) }, frontend_attributes={a=\"b}\"}\n"
   "\n"
   "%add (x: f32[], y: f32[]) -> f32[] {\n"
   "  %y = f32[] parameter(1)\n"
