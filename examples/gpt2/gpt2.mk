@@ -61,11 +61,12 @@ gpt2-tools: $(GPT2_TOOLS) $(GPT2_TOOLS_SAN)
 
 # These pattern rules are more specific than the top-level $(B)/%.o ones, so make picks
 # them for these files.
-$(B)/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+# (hlojit.h too: model.c, session.c and main.c use the library's API.)
+$(B)/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS) $(wildcard hlojit.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(B)/asan/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+$(B)/asan/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS) $(wildcard hlojit.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -c $< -o $@
 

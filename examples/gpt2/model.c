@@ -20,16 +20,7 @@ hj_tensor_t gpt2_norm(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b) {
 }
 
 hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout layout) {
-  hj_tensor_t y;
-  if (layout == GPT2_OUT_IN) { // x @ W^T: contract x's last dim with W's last dim
-    static const int64_t one = 1;
-    hj_dot_dims_t d = {.lhs_contracting = &one, .n_lhs_contracting = 1,
-                       .rhs_contracting = &one, .n_rhs_contracting = 1};
-    y = hj_dot_general(x, w, &d); // (n, out)
-  } else {
-    y = hj_matmul(x, w); // (n, out)
-  }
-  return b.graph ? hj_add(y, b) : y;
+  return hj_linear(x, w, b, layout == GPT2_OUT_IN ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT);
 }
 
 hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p) {
@@ -54,7 +45,7 @@ hj_tensor_t gpt2_attn_prefill(hj_tensor_t qkv, int NH, hj_tensor_t *k, hj_tensor
   int64_t T = s.dims[0], C = s.dims[1] / 3, hs = C / NH;
   hj_tensor_t part[3] = {HJ_NONE, HJ_NONE, HJ_NONE};
   const int64_t sizes[3] = {C, C, C};
-  if (hj_split(qkv, 1, sizes, 3, part)) return part[0];
+  if (hj_unpack(hj_split(qkv, 1, sizes, 3), part, 3)) return part[0];
   static const int64_t hd[3] = {1, 0, 2}, kt[3] = {1, 2, 0};
   hj_tensor_t q = heads(part[0], T, NH, hd); // (NH, T, hs)
   *k = heads(part[1], T, NH, kt);            // (NH, hs, T)

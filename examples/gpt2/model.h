@@ -24,8 +24,8 @@
    x @ W^T through dot_general contracting both operands' last dims; (in, out),
    safetensors', as x @ W. The CPU backend has kernels for both (rhs transposed or not);
    which layout each matrix is kept in is the session's choice (session.h, LAYOUTS).
-   (hj_linear(x, w, b, layout), issue 10, replaces gpt2_linear when it lands.) Weights are
-   f32 parameters: bf16 files are widened once at load (session.c).
+   gpt2_linear is hj_linear with the layout named as weights.h names it. Weights are f32
+   parameters: bf16 files are widened once at load (session.c).
 
    ATTENTION
    Prefill (n = T rows at positions 0..T-1): q, v (NH, T, hs) and k transposed, (NH, hs, T),
@@ -83,7 +83,8 @@ typedef struct gpt2_lparams {
 hj_tensor_t gpt2_embed(hj_tensor_t wte, hj_tensor_t wpe_rows, hj_tensor_t ids);
 /* Layer norm over the last dim, GPT-2's eps. */
 hj_tensor_t gpt2_norm(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b);
-/* x (n, in) -> (n, out) + b; |w| (out, in) for GPT2_OUT_IN, (in, out) for GPT2_IN_OUT. */
+/* x (n, in) -> (n, out) + b (HJ_NONE: none); |w| (out, in) for GPT2_OUT_IN, (in, out) for
+   GPT2_IN_OUT (hj_linear). */
 hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout layout);
 /* fcproj(gelu_tanh(fc(h))): (n, C) -> (n, C) */
 hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p);
