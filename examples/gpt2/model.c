@@ -58,26 +58,23 @@ hj_tensor_t gpt2_attn_prefill(hj_tensor_t qkv, int NH, hj_tensor_t *k, hj_tensor
 }
 
 hj_tensor_t gpt2_attn_decode(hj_tensor_t qkv, hj_tensor_t kc, hj_tensor_t vc, hj_tensor_t pos,
-                             int NH, hj_tensor_t *kvnew) {
+                             int NH, hj_tensor_t *kc_new, hj_tensor_t *vc_new) {
   hj_graph_t *g = qkv.graph;
   int64_t C = hj_tensor_shape(qkv).dims[1] / 3, hs = C / NH;
   int64_t Tc = hj_tensor_shape(vc).dims[1];
   const int64_t q0[2] = {0, 0}, q1[2] = {1, C}, k0[2] = {0, C}, k1[2] = {1, 2 * C};
-  const int64_t v0[2] = {0, 2 * C}, v1[2] = {1, 3 * C}, kv1[2] = {1, 3 * C};
-  *kvnew = hj_slice(qkv, k0, kv1, NULL);                                       // (1, 2C)
+  const int64_t v0[2] = {0, 2 * C}, v1[2] = {1, 3 * C};
   hj_tensor_t q = hj_reshape(hj_slice(qkv, q0, q1, NULL), HJ_SHAPE(NH, 1, hs)); // (NH, 1, hs)
   hj_tensor_t kn = hj_reshape(hj_slice(qkv, k0, k1, NULL), HJ_SHAPE(NH, hs, 1));
   hj_tensor_t vn = hj_reshape(hj_slice(qkv, v0, v1, NULL), HJ_SHAPE(NH, 1, hs));
-  hj_tensor_t sc = scale_scores(hj_matmul(q, kc), hs);                 // (NH, 1, Tc)
-  hj_tensor_t j = hj_iota(g, HJ_S32, HJ_SHAPE(NH, 1, Tc), 2);          // key position
-  sc = hj_select(hj_compare(j, pos, HJ_CMP_LT), sc, hj_scalar(g, HJ_F32, -INFINITY));
-  hj_tensor_t sn = scale_scores(hj_matmul(q, kn), hs);                 // (NH, 1, 1)
-  hj_tensor_t both[2] = {sc, sn};
-  hj_tensor_t a = hj_softmax(hj_concat(both, 2, 2), 2);                // (NH, 1, Tc + 1)
-  const int64_t a0[3] = {0, 0, 0}, ac1[3] = {NH, 1, Tc}, an0[3] = {0, 0, Tc};
-  const int64_t an1[3] = {NH, 1, Tc + 1};
-  hj_tensor_t ac = hj_slice(a, a0, ac1, NULL), an = hj_slice(a, an0, an1, NULL);
-  hj_tensor_t y = hj_add(hj_matmul(ac, vc), hj_mul(an, vn));          // (NH, 1, hs)
+  hj_tensor_t zero = hj_scalar(g, HJ_S32, 0);
+  hj_tensor_t at_k[3] = {zero, zero, pos}, at_v[3] = {zero, pos, zero};
+  *kc_new = hj_dynamic_update_slice(kc, kn, at_k);                  // (NH, hs, Tc)
+  *vc_new = hj_dynamic_update_slice(vc, vn, at_v);                  // (NH, Tc, hs)
+  hj_tensor_t s = scale_scores(hj_matmul(q, *kc_new), hs);          // (NH, 1, Tc)
+  hj_tensor_t j = hj_iota(g, HJ_S32, HJ_SHAPE(NH, 1, Tc), 2);       // key position
+  s = hj_select(hj_compare(j, pos, HJ_CMP_LE), s, hj_scalar(g, HJ_F32, -INFINITY));
+  hj_tensor_t y = hj_matmul(hj_softmax(s, 2), *vc_new);             // (NH, 1, hs)
   return hj_reshape(y, HJ_SHAPE(1, C));
 }
 
@@ -90,9 +87,10 @@ hj_tensor_t gpt2_block_prefill(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_
 }
 
 hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t kc,
-                              hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kvnew) {
+                              hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kc_new,
+                              hj_tensor_t *vc_new) {
   hj_tensor_t qkv = gpt2_linear(gpt2_norm(x, p->ln1w, p->ln1b), p->qkvw, p->qkvb, p->lay_qkv);
-  hj_tensor_t y = gpt2_attn_decode(qkv, kc, vc, pos, NH, kvnew);
+  hj_tensor_t y = gpt2_attn_decode(qkv, kc, vc, pos, NH, kc_new, vc_new);
   x = hj_add(x, gpt2_linear(y, p->attprojw, p->attprojb, p->lay_attproj));
   return hj_add(x, gpt2_mlp(gpt2_norm(x, p->ln2w, p->ln2b), p));
 }
@@ -189,8 +187,9 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   }
   hj_tensor_t emb = x, k[nb > 0 ? nb : 1], v[nb > 0 ? nb : 1], res[nb > 0 ? nb : 1];
   for (int b = 0; b < nb; b++) {
-    x = sp->phase == GPT2_PREFILL ? gpt2_block_prefill(x, &lp[b], (int)NH, &k[b], &v[b])
-                                  : gpt2_block_decode(x, &lp[b], (int)NH, kc[b], vc[b], pos, &k[b]);
+    x = sp->phase == GPT2_PREFILL
+            ? gpt2_block_prefill(x, &lp[b], (int)NH, &k[b], &v[b])
+            : gpt2_block_decode(x, &lp[b], (int)NH, kc[b], vc[b], pos, &k[b], &v[b]);
     res[b] = x;
   }
   hj_tensor_t out = x;
@@ -209,13 +208,10 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   hj_status st = hj_graph_output(g, out);
   sig->main_out = nout++;
   sig->kv0 = nout;
-  for (int b = 0; b < nb && !st; b++) {
-    st = hj_graph_output(g, k[b]);
-    nout++;
-    if (sp->phase == GPT2_PREFILL && !st) {
-      st = hj_graph_output(g, v[b]);
-      nout++;
-    }
+  for (int b = 0; b < nb && !st; b++, nout += 2) { // decode: the caches, updated in place
+    bool dec = sp->phase == GPT2_DECODE;
+    st = dec ? hj_graph_output_aliased(g, k[b], kc[b]) : hj_graph_output(g, k[b]);
+    if (!st) st = dec ? hj_graph_output_aliased(g, v[b], vc[b]) : hj_graph_output(g, v[b]);
   }
   if (sp->verify && !st) {
     if (sp->embed) {

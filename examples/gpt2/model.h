@@ -35,12 +35,13 @@
    the real rows of k and v and reads the logits of the last real row.
    Decode (n = 1 row at runtime position pos, an s32 scalar: no compile per token): the
    cache holds keys of positions 0..pos-1 in a (NH, hs, Tc) buffer (transposed, as the
-   prefill makes them) and values in a (NH, Tc, hs) one; entries pos..Tc-1 are masked. The new position's own key and value join as one more score:
-       s = concat(q @ Kc masked to j < pos, q . k_new) / sqrt(hs)    (NH, 1, Tc + 1)
-       y = softmax(s)[:, :, :Tc] @ Vc + softmax(s)[:, :, Tc] * v_new  (NH, 1, hs)
-   so the graph only reads the cache; the new key and value are an output (kvnew, (1, 2C):
-   k then v) that the caller writes into the cache at pos. (With donated, aliased buffers,
-   issue 10, the graph will write them itself with a dynamic-update-slice.)
+   prefill makes them) and values in a (NH, Tc, hs) one. The graph writes the new key and
+   value at pos with a dynamic-update-slice and attends over the updated cache, entries
+   j > pos masked:
+       Kc' = dus(Kc, k_new, [0, 0, pos])   Vc' = dus(Vc, v_new, [0, pos, 0])
+       y   = softmax(q @ Kc' / sqrt(hs), masked to j <= pos) @ Vc'        (NH, 1, hs)
+   Kc' and Vc' are outputs that alias Kc and Vc (donation, hj_graph_output_aliased): the
+   run writes one row per head into the caller's cache buffers and copies nothing.
 
    GRAPHS (gpt2_build): a spec says the phase, n or Tc, which parts are in (embedding,
    some blocks, head) and whether to add the verify outputs. Parameters, in this order
@@ -57,7 +58,8 @@
      decode: kc (NH, hs, Tc), vc (NH, Tc, hs) per block
    Outputs, in this order:
      main    head: logits f32[1, Vp]; else x f32[n, C]
-     kv      prefill: k (NH, hs, T), v (NH, T, hs) per block; decode: kvnew (1, 2C) per block
+     kv      per block: prefill: k (NH, hs, T), v (NH, T, hs); decode: kc', vc' (the
+             updated caches, aliasing the kc, vc parameters)
      verify  emb (n, C) when embed, then res (n, C) per block (the residual after it) */
 #ifndef GPT2_MODEL_H
 #define GPT2_MODEL_H
@@ -91,14 +93,16 @@ hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p);
 /* Causal attention of a prefill: qkv (T, 3C) -> y (T, C); *k (NH, hs, T), *v (NH, T, hs). */
 hj_tensor_t gpt2_attn_prefill(hj_tensor_t qkv, int NH, hj_tensor_t *k, hj_tensor_t *v);
 /* Attention of one position |pos| (s32[]) over the cache kc (NH, hs, Tc), vc (NH, Tc, hs)
-   holding positions 0..pos-1: qkv (1, 3C) -> y (1, C); *kvnew (1, 2C). */
+   holding positions 0..pos-1: qkv (1, 3C) -> y (1, C); *kc_new, *vc_new: the caches with
+   position pos written. */
 hj_tensor_t gpt2_attn_decode(hj_tensor_t qkv, hj_tensor_t kc, hj_tensor_t vc, hj_tensor_t pos,
-                             int NH, hj_tensor_t *kvnew);
-/* A whole block, prefill (k, v out) or decode (kc, vc, pos in; kvnew out). */
+                             int NH, hj_tensor_t *kc_new, hj_tensor_t *vc_new);
+/* A whole block, prefill (k, v out) or decode (kc, vc, pos in; the updated caches out). */
 hj_tensor_t gpt2_block_prefill(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t *k,
                                hj_tensor_t *v);
 hj_tensor_t gpt2_block_decode(hj_tensor_t x, const gpt2_lparams *p, int NH, hj_tensor_t kc,
-                              hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kvnew);
+                              hj_tensor_t vc, hj_tensor_t pos, hj_tensor_t *kc_new,
+                              hj_tensor_t *vc_new);
 /* ln_f and the tied lm_head on one row: x (1, C) -> logits (1, Vp); |lm_head| is wte itself
    (Vp, C) with GPT2_OUT_IN, or wte transposed (C, Vp) with GPT2_IN_OUT. */
 hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tensor_t lm_head,
@@ -125,7 +129,7 @@ typedef struct gpt2_sig {
   int cache0; /* decode: block b's kc at cache0 + 2 b, vc at cache0 + 2 b + 1 */
   int nin;
   int main_out;
-  int kv0;    /* prefill: k at kv0 + 2 b, v at kv0 + 2 b + 1; decode: kvnew at kv0 + b */
+  int kv0;    /* block b's k (prefill) or kc' (decode) at kv0 + 2 b, v or vc' at kv0 + 2 b + 1 */
   int emb, res0; /* verify outputs */
   int nout;
 } gpt2_sig;

@@ -12,9 +12,11 @@
    output buffers, so a block graph run for layer l + 1 reads layer l's output while it
    writes its own.
 
-   After a stage: a prefill copies the real rows of its k and v outputs into the cache,
-   a decode copies kvnew into row pos; with a verify folder the stage's emb / res outputs
-   are written (only the real rows). */
+   The decode caches are donated: a decode stage's cache outputs alias its cache inputs,
+   and the run gets the session's cache buffers in both places (hlojit's fast path: the
+   graph writes row pos in place). They sit in the stage's output array only for the run.
+   After a stage: a prefill copies the real rows of its k and v outputs into the cache;
+   with a verify folder the stage's emb / res outputs are written (only the real rows). */
 #include "session.h"
 
 #include <errno.h>
@@ -277,15 +279,6 @@ static void cache_put_rows(gpt2_session *s, int l, const hj_buffer_t *kb, const 
     memcpy(cv + (size_t)h * Tc * hs, v + (size_t)h * T * hs, 4 * (size_t)n * hs);
 }
 
-/* Decode output kvnew (1, 2C) of layer l: k then v of position pos. */
-static void cache_put_one(gpt2_session *s, int l, const hj_buffer_t *kvb, int pos) {
-  const int NH = s->cfg.NH, C = s->cfg.C, hs = C / NH, Tc = s->Tc;
-  const float *kv = hj_buffer_host_ptr((hj_buffer_t *)kvb);
-  float *ck = hj_buffer_host_ptr(s->kc[l]), *cv = hj_buffer_host_ptr(s->vc[l]);
-  for (int c = 0; c < C; c++) ck[(size_t)c * Tc + pos] = kv[c];
-  for (int h = 0; h < NH; h++) memcpy(cv + ((size_t)h * Tc + pos) * hs, kv + C + h * hs, 4 * (size_t)hs);
-}
-
 /* ---- verify output --------------------------------------------------------------------- */
 
 static int mkdir_ok(const char *p) { return mkdir(p, 0777) == 0 || errno == EEXIST ? 0 : -1; }
@@ -325,7 +318,6 @@ int gpt2_session_write_ids(gpt2_session *s, const int32_t *ids, int n, gpt2_err 
    position pos (decode, cache bucket s->Tc); *logits on success. */
 static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_buffer_t *ids,
                       const float **logits, gpt2_err *err) {
-  const int pos = s->len;
   hj_buffer_t *x = NULL;
   for (int i = 0; i < s->n_st; i++) {
     stage *t = &s->st[i];
@@ -357,16 +349,21 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
         in[g->cache0 + 2 * b + 1] = s->vc[t->l0 + b];
       }
     }
-    if (hj_exec_run(x_e->e, in, g->nin, t->out[phase], g->nout)) {
+    hj_buffer_t **o = t->out[phase];
+    if (phase == GPT2_DECODE)
+      for (int b = 0; b < t->nb; b++) // donated: updated in place
+        o[g->kv0 + 2 * b] = s->kc[t->l0 + b], o[g->kv0 + 2 * b + 1] = s->vc[t->l0 + b];
+    hj_status rs = hj_exec_run(x_e->e, in, g->nin, o, g->nout);
+    if (phase == GPT2_DECODE)
+      for (int b = 0; b < t->nb; b++) o[g->kv0 + 2 * b] = o[g->kv0 + 2 * b + 1] = NULL;
+    if (rs) {
       char what[64];
       snprintf(what, sizeof what, "running the %s graph", stage_name(&sp));
       return hj_fail(s, err, what);
     }
-    hj_buffer_t **o = t->out[phase];
-    for (int b = 0; b < t->nb; b++) {
-      if (phase == GPT2_PREFILL) cache_put_rows(s, t->l0 + b, o[g->kv0 + 2 * b], o[g->kv0 + 2 * b + 1], T, nreal);
-      else cache_put_one(s, t->l0 + b, o[g->kv0 + b], pos);
-    }
+    if (phase == GPT2_PREFILL)
+      for (int b = 0; b < t->nb; b++)
+        cache_put_rows(s, t->l0 + b, o[g->kv0 + 2 * b], o[g->kv0 + 2 * b + 1], T, nreal);
     if (s->o.verify_dir) {
       const int C = s->cfg.C;
       if (g->emb >= 0 && verify_write(s, "emb", hj_buffer_host_ptr(o[g->emb]), nreal, C, err)) return -1;

@@ -24,9 +24,10 @@
    this bookkeeping.)
 
    KV CACHE. Per layer kc (NH, hs, Tc) and vc (NH, Tc, hs) buffers hold positions
-   0..length-1. The prefill's k and v outputs (their real rows) and every decode step's
-   kvnew output are copied into them on the host; the graphs only read the cache. (With
-   donated buffers, issue 10, the decode graph writes in place and the copy goes.)
+   0..length-1. A decode step's graph writes its position's key and value into them in
+   place (the caches are donated: outputs aliasing the inputs, model.h); the prefill's k
+   and v outputs (their real rows) are copied in on the host, once per prompt, as are the
+   filled rows when the cache grows into a bigger bucket.
 
    WEIGHTS. Each tensor becomes an f32 hj_buffer (a copy today, in the layout LAYOUTS
    says; a bf16 checkpoint is widened to f32 here, so it computes exactly as its f32 twin
