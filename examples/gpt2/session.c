@@ -214,7 +214,11 @@ static int get_exe(gpt2_session *s, const gpt2_spec *sp, const exe_entry **out, 
     return -1;
   }
   s->stats.compile_s += now_s() - t0;
-  s->stats.compiles++;
+  hj_exec_stats_t es;
+  int src = hj_exec_stats(x->e, &es) ? HJ_CODE_COMPILED : es.code_source;
+  if (src == HJ_CODE_DISK) s->stats.disk_hits++;
+  else if (src == HJ_CODE_MEMORY) s->stats.mem_hits++;
+  else s->stats.compiles++;
   s->stats.backend = hj_exec_backend(x->e);
   s->exe[s->n_exe++] = x;
   *out = x;

@@ -98,9 +98,10 @@ void gpt2_session_rewind(gpt2_session *s, int n);
 int gpt2_session_write_ids(gpt2_session *s, const int32_t *ids, int n, gpt2_err *err);
 
 typedef struct gpt2_session_stats {
-  int compiles;   /* hj_compile calls */
-  int mem_hits;   /* runs that found their executable already compiled */
-  int disk_hits;  /* executables read from a disk cache (none yet: issue 11) */
+  int compiles;   /* executables whose machine code was compiled */
+  int mem_hits;   /* runs that found their executable in the session, and executables
+                     whose code was already loaded in the context (hlojit's CODE CACHE) */
+  int disk_hits;  /* executables whose machine code came from the disk cache */
   double compile_s;
   double prefill_s, decode_s; /* run time of prefills / decode steps, compiles excluded */
   int64_t prefill_tokens, decode_tokens;

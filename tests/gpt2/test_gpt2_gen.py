@@ -17,7 +17,8 @@ cache through buckets 64 -> 128 -> 256. The 124M-shaped check (500 MB checkpoint
 with HLOJIT_GPT2_124M=1.
 
 Also: the command line (flags, errors, --help, --stats, --print-ids, --prompt through the
-tokenizer, stopping at <|endoftext|>, seeded sampling) and broken files and vocabularies
+tokenizer, stopping at <|endoftext|>, seeded sampling), hlojit's disk cache across two
+processes (every other run has it off, HLOJIT_CACHE_DIR=off) and broken files and vocabularies
 through build/asan/gpt2 (ASan + UBSan): exit status 1, a message naming the file, no
 sanitizer report.
 """
@@ -46,12 +47,17 @@ BUNDLED = ROOT / "examples" / "gpt2" / "data" / "shakespeare"
 SMALL = dict(L=2, NH=4, C=64, V=500, Vp=512, maxT=128)
 PROMPT = "5,77,300,499,12"
 STEPS = 10
+STATS = re.compile(r"^stats: compiles=(\d+) mem_hits=(\d+) disk_hits=(\d+) "
+                   r"prefill_tok_s=([0-9.]+) decode_tok_s=([0-9.]+)", re.M)
 
 pytestmark = pytest.mark.skipif(not GPT2.exists(), reason=f"skipped: {GPT2} not built (make gpt2)")
 
 
-def run(exe, args, timeout=600):
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1")
+def run(exe, args, timeout=600, cache_dir="off"):
+    """Runs |exe|; hlojit's disk cache is off unless |cache_dir| names one (so every run
+    compiles what it checks)."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1",
+               HLOJIT_CACHE_DIR=str(cache_dir))
     return subprocess.run([str(exe)] + [str(a) for a in args], capture_output=True, text=True,
                           errors="replace", timeout=timeout, env=env)
 
@@ -237,12 +243,25 @@ def test_stats_and_text_output(models):
     r = run(GPT2, ["--model", models["llmc"], "--ids", PROMPT, "--tokens", 3, "--greedy",
                    "--backend", "cpu", "--stats"])
     assert r.returncode == 0, r.stderr
-    m = re.search(r"^stats: compiles=(\d+) mem_hits=(\d+) disk_hits=(\d+) "
-                  r"prefill_tok_s=([0-9.]+) decode_tok_s=([0-9.]+)", r.stderr, re.M)
+    m = STATS.search(r.stderr)
     assert m, r.stderr
     assert int(m.group(1)) == 6, "embedding, block and head graphs, for prefill and decode"
     assert "printing ids" in r.stderr  # V = 500: no vocabulary fits
     assert r.stdout.strip().startswith(PROMPT + ",")
+
+
+def test_disk_cache(models, tmp_path):
+    """A second process with the same cache directory compiles nothing, same ids."""
+    args = ["--model", models["llmc"], "--ids", PROMPT, "--tokens", 70, "--greedy",
+            "--backend", "cpu", "--stats", "--print-ids"]
+    a = run(GPT2, args, cache_dir=tmp_path / "cache")
+    b = run(GPT2, args, cache_dir=tmp_path / "cache")
+    ma, mb = STATS.search(a.stderr), STATS.search(b.stderr)
+    assert ma and mb, (a.stderr, b.stderr)
+    assert ids_of(a) == ids_of(b)
+    assert (int(ma.group(1)), int(ma.group(3))) == (6, 0), a.stderr
+    assert (int(mb.group(1)), int(mb.group(3))) == (0, 6), b.stderr
+    report(f"disk cache: first run {ma.group(0)}; second run {mb.group(0)}")
 
 
 @pytest.fixture(scope="module")
