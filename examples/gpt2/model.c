@@ -10,6 +10,8 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 hj_tensor_t gpt2_embed(hj_tensor_t wte, hj_tensor_t wpe_rows, hj_tensor_t ids) {
   return hj_add(hj_embedding(wte, ids), wpe_rows); // (n, C)
@@ -28,10 +30,11 @@ hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p) {
   return gpt2_linear(f, p->fcprojw, p->fcprojb, p->lay_fcproj);                // (n, C)
 }
 
-/* (T, C) -> (NH, T, hs), or (NH, hs, T) with |perm| {1, 2, 0}. */
-static hj_tensor_t heads(hj_tensor_t t, int64_t T, int NH, const int64_t *perm) {
+/* (T, C) -> (NH, T, hs), or (NH, hs, T) with |perm| {1, 2, 0}. T may be a dynamic dim
+   (the JIT's): reshape targets are static, so it is written -1 (inferred). */
+static hj_tensor_t heads(hj_tensor_t t, int NH, const int64_t *perm) {
   int64_t C = hj_tensor_shape(t).dims[1];
-  return hj_transpose(hj_reshape(t, HJ_SHAPE(T, NH, C / NH)), perm, 3);
+  return hj_transpose(hj_reshape(t, HJ_SHAPE(-1, NH, C / NH)), perm, 3);
 }
 
 static hj_tensor_t scale_scores(hj_tensor_t s, int64_t hs) {
@@ -42,19 +45,19 @@ static hj_tensor_t scale_scores(hj_tensor_t s, int64_t hs) {
 hj_tensor_t gpt2_attn_prefill(hj_tensor_t qkv, int NH, hj_tensor_t *k, hj_tensor_t *v) {
   hj_graph_t *g = qkv.graph;
   hj_shape_t s = hj_tensor_shape(qkv);
-  int64_t T = s.dims[0], C = s.dims[1] / 3, hs = C / NH;
+  int64_t T = llabs(s.dims[0]), C = s.dims[1] / 3, hs = C / NH; // T: the bucket
   hj_tensor_t part[3] = {HJ_NONE, HJ_NONE, HJ_NONE};
   const int64_t sizes[3] = {C, C, C};
   if (hj_unpack(hj_split(qkv, 1, sizes, 3), part, 3)) return part[0];
   static const int64_t hd[3] = {1, 0, 2}, kt[3] = {1, 2, 0};
-  hj_tensor_t q = heads(part[0], T, NH, hd); // (NH, T, hs)
-  *k = heads(part[1], T, NH, kt);            // (NH, hs, T)
-  *v = heads(part[2], T, NH, hd);            // (NH, T, hs)
+  hj_tensor_t q = heads(part[0], NH, hd); // (NH, T, hs)
+  *k = heads(part[1], NH, kt);            // (NH, hs, T)
+  *v = heads(part[2], NH, hd);            // (NH, T, hs)
   hj_tensor_t att = scale_scores(hj_matmul(q, *k), hs); // (NH, T, T)
   att = hj_select(hj_causal_mask(g, T), att, hj_scalar(g, HJ_F32, -INFINITY));
   att = hj_softmax(att, 2);
   hj_tensor_t y = hj_matmul(att, *v); // (NH, T, hs)
-  return hj_reshape(hj_transpose(y, hd, 3), HJ_SHAPE(T, C));
+  return hj_reshape(hj_transpose(y, hd, 3), HJ_SHAPE(-1, C));
 }
 
 hj_tensor_t gpt2_attn_decode(hj_tensor_t qkv, hj_tensor_t kc, hj_tensor_t vc, hj_tensor_t pos,
@@ -102,105 +105,130 @@ hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tens
 
 /* ---- graphs ---------------------------------------------------------------------------- */
 
-static hj_tensor_t param_like(hj_graph_t *g, const gpt2_tensor *t, const char *name) {
-  hj_shape_t s = t->ndim == 2 ? HJ_SHAPE(t->shape[0], t->shape[1]) : HJ_SHAPE(t->shape[0]);
-  return hj_param(g, HJ_F32, s, name);
+static hj_shape_t shape_of(const gpt2_tensor *t) {
+  return t->ndim == 2 ? HJ_SHAPE(t->shape[0], t->shape[1]) : HJ_SHAPE(t->shape[0]);
 }
 
-/* Block |b|'s 12 parameters, with layer 0's shapes (every layer has the same). */
-static void declare_block(hj_graph_t *g, const gpt2_layer *lw, int b, gpt2_lparams *p) {
+static void decl(gpt2_param *d, int *n, const char *name, hj_dtype_t t, hj_shape_t s) {
+  if (d) {
+    snprintf(d[*n].name, sizeof d[*n].name, "%s", name);
+    d[*n].dtype = t;
+    d[*n].shape = s;
+  }
+  (*n)++;
+}
+
+int gpt2_params(const gpt2_weights *w, const gpt2_spec *sp, gpt2_param *d, gpt2_sig *sig) {
+  const int64_t C = w->cfg.C, NH = w->cfg.NH, hs = C / NH;
+  const int64_t n = sp->phase == GPT2_PREFILL ? sp->n : 1;
+  const int64_t rows = sp->phase == GPT2_PREFILL && sp->dyn_rows ? HJ_DYN(n) : n;
+  const gpt2_layer *lw = &w->layer[0]; // every layer has layer 0's shapes
   const gpt2_tensor *t[GPT2_LAYER_PARAMS] = {
       &lw->ln1w, &lw->ln1b, &lw->qkvw, &lw->qkvb, &lw->attprojw, &lw->attprojb,
       &lw->ln2w, &lw->ln2b, &lw->fcw,  &lw->fcb,  &lw->fcprojw,  &lw->fcprojb};
-  hj_tensor_t *dst[GPT2_LAYER_PARAMS] = {
-      &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
-      &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,  &p->fcprojw,  &p->fcprojb};
   static const char *const nm[GPT2_LAYER_PARAMS] = {
       "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
       "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
-  char name[32];
-  for (int i = 0; i < GPT2_LAYER_PARAMS; i++) { // one statement each: parameter order
-    snprintf(name, sizeof name, "b%d.%s", b, nm[i]);
-    *dst[i] = param_like(g, t[i], name);
-  }
-  p->lay_qkv = lw->qkvw.layout, p->lay_attproj = lw->attprojw.layout;
-  p->lay_fc = lw->fcw.layout, p->lay_fcproj = lw->fcprojw.layout;
-}
-
-hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, gpt2_sig *sig) {
-  const gpt2_config *c = &w->cfg;
-  const int64_t C = c->C, NH = c->NH, hs = C / NH;
-  const int64_t n = sp->phase == GPT2_PREFILL ? sp->n : 1;
-  const int nb = sp->n_blocks;
-  int nin = 0, nout = 0;
+  int k = 0;
+  char name[40];
   *sig = (gpt2_sig){.x_in = -1, .pos = -1, .wte = -1, .wpe = -1, .lnfw = -1, .lnfb = -1,
-                    .lm_head = -1, .layer0 = -1, .cache0 = -1, .main_out = -1, .kv0 = -1, .emb = -1,
-                    .res0 = -1};
-  // Parameters, in model.h's order (each hj_param its own statement: C leaves the order
-  // of arguments unspecified).
-  hj_tensor_t x_in = sp->embed ? hj_param(g, HJ_S32, HJ_SHAPE(n), "ids")
-                               : hj_param(g, HJ_F32, HJ_SHAPE(n, C), "x");
-  sig->x_in = nin++;
-  hj_tensor_t pos = hj_param(g, HJ_S32, HJ_SCALAR, "pos");
-  sig->pos = nin++;
-  hj_tensor_t wte = HJ_NONE, wpe = HJ_NONE, lnfw = HJ_NONE, lnfb = HJ_NONE, lm = HJ_NONE;
+                    .lm_head = -1, .layer0 = -1, .cache0 = -1, .main_out = -1, .kv0 = -1,
+                    .emb = -1, .res0 = -1};
+  sig->x_in = k;
+  if (sp->embed) decl(d, &k, "ids", HJ_S32, HJ_SHAPE(rows));
+  else decl(d, &k, "x", HJ_F32, HJ_SHAPE(rows, C));
+  sig->pos = k;
+  decl(d, &k, "pos", HJ_S32, HJ_SCALAR);
   if (sp->embed || (sp->head && !sp->lm_head_t)) {
-    wte = param_like(g, &w->wte, "wte");
-    sig->wte = nin++;
+    sig->wte = k;
+    decl(d, &k, "wte", HJ_F32, shape_of(&w->wte));
   }
   if (sp->embed) {
-    wpe = param_like(g, &w->wpe, "wpe");
-    sig->wpe = nin++;
+    sig->wpe = k;
+    decl(d, &k, "wpe", HJ_F32, shape_of(&w->wpe));
   }
   if (sp->head) {
-    lnfw = param_like(g, &w->lnfw, "lnfw");
-    sig->lnfw = nin++;
-    lnfb = param_like(g, &w->lnfb, "lnfb");
-    sig->lnfb = nin++;
+    sig->lnfw = k;
+    decl(d, &k, "lnfw", HJ_F32, shape_of(&w->lnfw));
+    sig->lnfb = k;
+    decl(d, &k, "lnfb", HJ_F32, shape_of(&w->lnfb));
     if (sp->lm_head_t) {
-      lm = hj_param(g, HJ_F32, HJ_SHAPE(C, w->wte.shape[0]), "lm_head");
-      sig->lm_head = nin++;
+      sig->lm_head = k;
+      decl(d, &k, "lm_head", HJ_F32, HJ_SHAPE(C, w->wte.shape[0]));
     }
   }
-  gpt2_lparams lp[nb > 0 ? nb : 1];
-  sig->layer0 = nin;
-  for (int b = 0; b < nb; b++, nin += GPT2_LAYER_PARAMS) declare_block(g, &w->layer[0], b, &lp[b]);
-  hj_tensor_t kc[nb > 0 ? nb : 1], vc[nb > 0 ? nb : 1];
+  sig->layer0 = k;
+  for (int b = 0; b < sp->n_blocks; b++)
+    for (int i = 0; i < GPT2_LAYER_PARAMS; i++) {
+      snprintf(name, sizeof name, "b%d.%s", b, nm[i]);
+      decl(d, &k, name, HJ_F32, shape_of(t[i]));
+    }
   if (sp->phase == GPT2_DECODE) {
-    sig->cache0 = nin;
-    char name[32];
-    for (int b = 0; b < nb; b++, nin += 2) {
+    sig->cache0 = k;
+    for (int b = 0; b < sp->n_blocks; b++) {
       snprintf(name, sizeof name, "b%d.kc", b);
-      kc[b] = hj_param(g, HJ_F32, HJ_SHAPE(NH, hs, sp->Tc), name);
+      decl(d, &k, name, HJ_F32, HJ_SHAPE(NH, hs, sp->Tc));
       snprintf(name, sizeof name, "b%d.vc", b);
-      vc[b] = hj_param(g, HJ_F32, HJ_SHAPE(NH, sp->Tc, hs), name);
+      decl(d, &k, name, HJ_F32, HJ_SHAPE(NH, sp->Tc, hs));
     }
   }
-  sig->nin = nin;
+  sig->nin = k;
+  return k;
+}
 
-  // The network.
+/* Block |b|'s parameter tensors and its matrices' layouts (|w|'s layer 0). */
+static void block_params(const gpt2_weights *w, const hj_tensor_t *p, gpt2_lparams *lp) {
+  const gpt2_layer *lw = &w->layer[0];
+  *lp = (gpt2_lparams){.ln1w = p[0], .ln1b = p[1], .qkvw = p[2], .qkvb = p[3],
+                       .attprojw = p[4], .attprojb = p[5], .ln2w = p[6], .ln2b = p[7],
+                       .fcw = p[8], .fcb = p[9], .fcprojw = p[10], .fcprojb = p[11],
+                       .lay_qkv = lw->qkvw.layout, .lay_attproj = lw->attprojw.layout,
+                       .lay_fc = lw->fcw.layout, .lay_fcproj = lw->fcprojw.layout};
+}
+
+hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
+                    const hj_tensor_t *p, gpt2_sig *sig) {
+  const int64_t C = w->cfg.C, NH = w->cfg.NH;
+  const int nb = sp->n_blocks;
+  const hj_tensor_t none = HJ_NONE;
+  hj_tensor_t x_in = p[sig->x_in], pos = p[sig->pos];
+  hj_tensor_t wte = sig->wte >= 0 ? p[sig->wte] : none, wpe = sig->wpe >= 0 ? p[sig->wpe] : none;
+  // Rows fed: the bucket, also when the JIT made the dim dynamic (its shape is -bucket).
+  const int64_t n = llabs(hj_tensor_shape(x_in).dims[0]);
+  int nout = 0;
   hj_tensor_t x = x_in, zero = hj_scalar(g, HJ_S32, 0);
   if (sp->embed) {
-    hj_tensor_t st[2] = {sp->phase == GPT2_DECODE ? pos : zero, zero};
-    const int64_t rows[2] = {n, C};
-    x = gpt2_embed(wte, hj_dynamic_slice(wpe, st, rows), x_in); // (n, C)
+    hj_tensor_t rows;
+    if (sp->phase == GPT2_DECODE) { // the row of position pos
+      hj_tensor_t st[2] = {pos, zero};
+      const int64_t sz[2] = {1, C};
+      rows = hj_dynamic_slice(wpe, st, sz);
+    } else { // positions 0..n-1
+      const int64_t s0[2] = {0, 0}, s1[2] = {n, C};
+      rows = hj_slice(wpe, s0, s1, NULL);
+    }
+    x = gpt2_embed(wte, rows, x_in); // (n, C)
   }
   hj_tensor_t emb = x, k[nb > 0 ? nb : 1], v[nb > 0 ? nb : 1], res[nb > 0 ? nb : 1];
   for (int b = 0; b < nb; b++) {
+    gpt2_lparams lp;
+    block_params(w, p + sig->layer0 + GPT2_LAYER_PARAMS * b, &lp);
     x = sp->phase == GPT2_PREFILL
-            ? gpt2_block_prefill(x, &lp[b], (int)NH, &k[b], &v[b])
-            : gpt2_block_decode(x, &lp[b], (int)NH, kc[b], vc[b], pos, &k[b], &v[b]);
+            ? gpt2_block_prefill(x, &lp, (int)NH, &k[b], &v[b])
+            : gpt2_block_decode(x, &lp, (int)NH, p[sig->cache0 + 2 * b],
+                                p[sig->cache0 + 2 * b + 1], pos, &k[b], &v[b]);
     res[b] = x;
   }
   hj_tensor_t out = x;
   if (sp->head) {
     hj_tensor_t row = x;
-    if (n > 1) {
+    if (sp->phase == GPT2_PREFILL) { // the row asked for
       hj_tensor_t st[2] = {pos, zero};
       const int64_t one_row[2] = {1, C};
       row = hj_dynamic_slice(x, st, one_row); // (1, C)
     }
-    out = sp->lm_head_t ? gpt2_head(row, lnfw, lnfb, lm, GPT2_IN_OUT)   // (1, Vp)
+    hj_tensor_t lnfw = p[sig->lnfw], lnfb = p[sig->lnfb];
+    out = sp->lm_head_t ? gpt2_head(row, lnfw, lnfb, p[sig->lm_head], GPT2_IN_OUT) // (1, Vp)
                         : gpt2_head(row, lnfw, lnfb, wte, GPT2_OUT_IN);
   }
 
@@ -209,9 +237,13 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   sig->main_out = nout++;
   sig->kv0 = nout;
   for (int b = 0; b < nb && !st; b++, nout += 2) { // decode: the caches, updated in place
-    bool dec = sp->phase == GPT2_DECODE;
-    st = dec ? hj_graph_output_aliased(g, k[b], kc[b]) : hj_graph_output(g, k[b]);
-    if (!st) st = dec ? hj_graph_output_aliased(g, v[b], vc[b]) : hj_graph_output(g, v[b]);
+    if (sp->phase == GPT2_DECODE) {
+      st = hj_graph_output_aliased(g, k[b], p[sig->cache0 + 2 * b]);
+      if (!st) st = hj_graph_output_aliased(g, v[b], p[sig->cache0 + 2 * b + 1]);
+    } else {
+      st = hj_graph_output(g, k[b]);
+      if (!st) st = hj_graph_output(g, v[b]);
+    }
   }
   if (sp->verify && !st) {
     if (sp->embed) {
@@ -224,4 +256,19 @@ hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, 
   sig->nout = nout;
   hj_status gs = hj_graph_status(g);
   return gs ? gs : st;
+}
+
+hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp, gpt2_sig *sig) {
+  int n = gpt2_params(w, sp, NULL, sig);
+  gpt2_param *d = malloc(sizeof *d * (size_t)n);
+  hj_tensor_t *p = malloc(sizeof *p * (size_t)n);
+  hj_status st = HJ_ERR_OOM;
+  if (d && p) {
+    gpt2_params(w, sp, d, sig);
+    for (int i = 0; i < n; i++) p[i] = hj_param(g, d[i].dtype, d[i].shape, d[i].name);
+    st = gpt2_body(g, w, sp, p, sig);
+  }
+  free(d);
+  free(p);
+  return st;
 }

@@ -46,7 +46,7 @@
    GRAPHS (gpt2_build): a spec says the phase, n or Tc, which parts are in (embedding,
    some blocks, head) and whether to add the verify outputs. Parameters, in this order
    (gpt2_sig gives each one's index; -1 where absent):
-     x_in    embed: ids s32[n]; else x f32[n, C]
+     x_in    embed: ids s32[n]; else x f32[n, C] (n: HJ_DYN(n) with dyn_rows)
      pos     s32[]: prefill: the row whose logits the head computes (real length - 1);
              decode: the position fed (wpe row, cache mask)
      wte (Vp, C), wpe (maxT, C)     when embed or head (wpe only with embed; wte not for
@@ -113,7 +113,8 @@ typedef enum { GPT2_PREFILL = 0, GPT2_DECODE } gpt2_phase;
 
 typedef struct gpt2_spec {
   gpt2_phase phase;
-  int n;        /* prefill: rows T of the bucket; decode: ignored (1) */
+  int n;        /* prefill: rows T of the bucket (with dyn_rows: their bound); decode: 1 */
+  bool dyn_rows; /* prefill: the rows dim of x_in is HJ_DYN(n) (for the tracing JIT) */
   int Tc;       /* decode: cache entries of the bucket */
   int n_blocks; /* blocks in the graph (their weights are parameters: any layer's fit) */
   bool embed;   /* starts from ids (else from x) */
@@ -134,8 +135,23 @@ typedef struct gpt2_sig {
   int nout;
 } gpt2_sig;
 
-/* Builds |spec|'s graph for the config and matrix layout of |w| into |g| (fresh, empty).
-   Returns the graph's status (a poisoned op's message is in the context). */
+/* One parameter of a graph: what hj_param (or a hj_jit_param_t) needs. */
+typedef struct gpt2_param {
+  char name[40];
+  hj_dtype_t dtype;
+  hj_shape_t shape;
+} gpt2_param;
+
+/* The parameters of |spec|'s graph, in order, into |d| (NULL: only count them), and their
+   indices into |sig|; returns how many. Shapes and layouts come from |w| (layer 0 for the
+   blocks: every layer has the same). */
+int gpt2_params(const gpt2_weights *w, const gpt2_spec *spec, gpt2_param *d, gpt2_sig *sig);
+/* Builds the graph from its parameter tensors |p| (gpt2_params' order; |sig| as it
+   filled it) and marks the outputs, completing |sig|. This is what a hj_jit build
+   function calls with the tensors the JIT traced. Returns the graph's status. */
+hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *spec,
+                    const hj_tensor_t *p, gpt2_sig *sig);
+/* Both: the parameters as hj_params of |g| (fresh, empty), then the body. */
 hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *spec,
                      gpt2_sig *sig);
 
