@@ -173,6 +173,17 @@ int gpt2_params(const gpt2_weights *w, const gpt2_spec *sp, gpt2_param *d, gpt2_
     }
   }
   sig->nin = k;
+  // Outputs: main, the blocks' k and v (or updated caches), then emb and the residuals.
+  int o = 0;
+  sig->main_out = o++;
+  sig->kv0 = o;
+  o += 2 * sp->n_blocks;
+  if (sp->verify) {
+    if (sp->embed) sig->emb = o++;
+    sig->res0 = o;
+    o += sp->n_blocks;
+  }
+  sig->nout = o;
   return k;
 }
 
@@ -187,7 +198,7 @@ static void block_params(const gpt2_weights *w, const hj_tensor_t *p, gpt2_lpara
 }
 
 hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
-                    const hj_tensor_t *p, gpt2_sig *sig) {
+                    const hj_tensor_t *p, const gpt2_sig *sig) {
   const int64_t C = w->cfg.C, NH = w->cfg.NH;
   const int nb = sp->n_blocks;
   const hj_tensor_t none = HJ_NONE;
@@ -195,7 +206,6 @@ hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
   hj_tensor_t wte = sig->wte >= 0 ? p[sig->wte] : none, wpe = sig->wpe >= 0 ? p[sig->wpe] : none;
   // Rows fed: the bucket, also when the JIT made the dim dynamic (its shape is -bucket).
   const int64_t n = llabs(hj_tensor_shape(x_in).dims[0]);
-  int nout = 0;
   hj_tensor_t x = x_in, zero = hj_scalar(g, HJ_S32, 0);
   if (sp->embed) {
     hj_tensor_t rows;
@@ -232,11 +242,9 @@ hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
                         : gpt2_head(row, lnfw, lnfb, wte, GPT2_OUT_IN);
   }
 
-  // Outputs.
+  // Outputs, in the order gpt2_params gave |sig|.
   hj_status st = hj_graph_output(g, out);
-  sig->main_out = nout++;
-  sig->kv0 = nout;
-  for (int b = 0; b < nb && !st; b++, nout += 2) { // decode: the caches, updated in place
+  for (int b = 0; b < nb && !st; b++) { // decode: the caches, updated in place
     if (sp->phase == GPT2_DECODE) {
       st = hj_graph_output_aliased(g, k[b], p[sig->cache0 + 2 * b]);
       if (!st) st = hj_graph_output_aliased(g, v[b], p[sig->cache0 + 2 * b + 1]);
@@ -246,14 +254,9 @@ hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
     }
   }
   if (sp->verify && !st) {
-    if (sp->embed) {
-      st = hj_graph_output(g, emb);
-      sig->emb = nout++;
-    }
-    sig->res0 = nout;
-    for (int b = 0; b < nb && !st; b++, nout++) st = hj_graph_output(g, res[b]);
+    if (sp->embed) st = hj_graph_output(g, emb);
+    for (int b = 0; b < nb && !st; b++) st = hj_graph_output(g, res[b]);
   }
-  sig->nout = nout;
   hj_status gs = hj_graph_status(g);
   return gs ? gs : st;
 }

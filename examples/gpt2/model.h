@@ -142,15 +142,15 @@ typedef struct gpt2_param {
   hj_shape_t shape;
 } gpt2_param;
 
-/* The parameters of |spec|'s graph, in order, into |d| (NULL: only count them), and their
-   indices into |sig|; returns how many. Shapes and layouts come from |w| (layer 0 for the
-   blocks: every layer has the same). */
+/* The parameters of |spec|'s graph, in order, into |d| (NULL: only count them), and where
+   every parameter and output sits into |sig|; returns how many parameters. Shapes and
+   layouts come from |w| (layer 0 for the blocks: every layer has the same). */
 int gpt2_params(const gpt2_weights *w, const gpt2_spec *spec, gpt2_param *d, gpt2_sig *sig);
-/* Builds the graph from its parameter tensors |p| (gpt2_params' order; |sig| as it
-   filled it) and marks the outputs, completing |sig|. This is what a hj_jit build
-   function calls with the tensors the JIT traced. Returns the graph's status. */
+/* Builds the graph from its parameter tensors |p| (gpt2_params' order, |sig| as it filled
+   it) and marks the outputs in |sig|'s order. This is what a hj_jit build function calls
+   with the tensors the JIT traced. Returns the graph's status. */
 hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *spec,
-                    const hj_tensor_t *p, gpt2_sig *sig);
+                    const hj_tensor_t *p, const gpt2_sig *sig);
 /* Both: the parameters as hj_params of |g| (fresh, empty), then the body. */
 hj_status gpt2_build(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *spec,
                      gpt2_sig *sig);

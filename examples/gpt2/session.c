@@ -32,7 +32,11 @@
 
 typedef struct exe_entry {
   gpt2_spec spec;
-  hj_exec_t *e;
+  hj_exec_t *e;            /* decode (and prefill without the JIT): one bucket's executable */
+  hj_jit_t *jit;           /* prefill with the JIT: every bucket */
+  const gpt2_weights *wv;  /* for the JIT's build function */
+  gpt2_param *decl;        /* the JIT's parameters (their names must outlive it) */
+  double jit_ms;           /* trace + compile time of |jit| counted so far */
   gpt2_sig sig;
 } exe_entry;
 
@@ -59,6 +63,8 @@ struct gpt2_session {
   hj_buffer_t **kc, **vc; /* L each, Tc entries */
   int Tc, len;
   hj_buffer_t *id1, *pos; /* s32[1], s32[] */
+  int64_t buckets[32];    /* the prefill JIT's: 16, 32, ..., maxT */
+  int n_buckets;
   int step;               /* verify step counter */
   gpt2_session_stats stats;
 };
@@ -76,7 +82,7 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
                            .layers_per_graph = 1, .verify_dir = NULL,
-                           .kernel_layouts = true};
+                           .kernel_layouts = true, .prefill_jit = true};
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -177,17 +183,47 @@ static int make_stages(gpt2_session *s, gpt2_err *err) {
 static bool same_spec(const gpt2_spec *a, const gpt2_spec *b) {
   return a->phase == b->phase && a->n == b->n && a->Tc == b->Tc && a->n_blocks == b->n_blocks &&
          a->embed == b->embed && a->head == b->head && a->verify == b->verify &&
-         a->lm_head_t == b->lm_head_t;
+         a->lm_head_t == b->lm_head_t && a->dyn_rows == b->dyn_rows;
 }
 
 static const char *stage_name(const gpt2_spec *sp) {
   return sp->embed && sp->head ? "model" : sp->embed ? "embedding" : sp->head ? "head" : "block";
 }
 
+static hj_status jit_build(hj_graph_t *g, const hj_tensor_t *p, int n, void *user) {
+  exe_entry *x = user;
+  return gpt2_body(g, x->wv, &x->spec, p, &x->sig);
+}
+
+/* The JIT of a prefill stage: gpt2_body traced with rows HJ_DYN(maxT), in s->buckets. */
+static int make_jit(gpt2_session *s, exe_entry *x, const char *what, gpt2_err *err) {
+  int np = gpt2_params(&s->wv, &x->spec, NULL, &x->sig);
+  x->decl = malloc(sizeof *x->decl * (size_t)np);
+  hj_jit_param_t *jp = malloc(sizeof *jp * (size_t)np);
+  int rc = -1;
+  if (!x->decl || !jp) {
+    gpt2_errf(err, "out of memory");
+  } else {
+    gpt2_params(&s->wv, &x->spec, x->decl, &x->sig);
+    for (int i = 0; i < np; i++) jp[i] = (hj_jit_param_t){x->decl[i].name, x->decl[i].shape};
+    hj_jit_options_t o;
+    hj_jit_options_init(&o);
+    o.name = stage_name(&x->spec);
+    o.params = jp;
+    o.nparams = np;
+    o.buckets = s->buckets;
+    o.nbuckets = s->n_buckets;
+    x->wv = &s->wv;
+    rc = hj_jit_create(s->ctx, jit_build, x, &o, &x->jit) ? hj_fail(s, err, what) : 0;
+  }
+  free(jp);
+  return rc;
+}
+
 static int get_exe(gpt2_session *s, const gpt2_spec *sp, const exe_entry **out, gpt2_err *err) {
   for (int i = 0; i < s->n_exe; i++)
     if (same_spec(&s->exe[i]->spec, sp)) {
-      s->stats.mem_hits++;
+      if (!s->exe[i]->jit) s->stats.mem_hits++; // a JIT counts its own hits
       *out = s->exe[i];
       return 0;
     }
@@ -203,6 +239,16 @@ static int get_exe(gpt2_session *s, const gpt2_spec *sp, const exe_entry **out, 
   snprintf(what, sizeof what, "%s graph (%s, %s %d)", stage_name(sp),
            sp->phase == GPT2_PREFILL ? "prefill" : "decode",
            sp->phase == GPT2_PREFILL ? "T" : "Tc", sp->phase == GPT2_PREFILL ? sp->n : sp->Tc);
+  if (sp->dyn_rows) {
+    if (make_jit(s, x, what, err)) {
+      free(x->decl);
+      free(x);
+      return -1;
+    }
+    s->exe[s->n_exe++] = x;
+    *out = x;
+    return 0;
+  }
   double t0 = now_s();
   hj_graph_t *g = NULL; // the executable keeps its own copy of the module
   int bad = hj_graph_create(s->ctx, "gpt2", &g) || gpt2_build(g, &s->wv, sp, &x->sig) ||
@@ -272,10 +318,12 @@ static int cache_reserve(gpt2_session *s, int need, gpt2_err *err) {
   return 0;
 }
 
-/* Prefill outputs k (NH, hs, T), v (NH, T, hs) of layer l: rows 0..n-1 into the cache. */
+/* Prefill outputs k (NH, hs, T), v (NH, T, hs) of layer l (T: the bucket, or n when the
+   JIT cut them to the real rows): rows 0..n-1 into the cache. */
 static void cache_put_rows(gpt2_session *s, int l, const hj_buffer_t *kb, const hj_buffer_t *vb,
-                           int T, int n) {
+                           int n) {
   const int NH = s->cfg.NH, hs = s->cfg.C / NH, Tc = s->Tc;
+  const int64_t T = hj_buffer_shape(kb).dims[2];
   const float *k = hj_buffer_host_ptr((hj_buffer_t *)kb), *v = hj_buffer_host_ptr((hj_buffer_t *)vb);
   float *ck = hj_buffer_host_ptr(s->kc[l]), *cv = hj_buffer_host_ptr(s->vc[l]);
   for (int r = 0; r < NH * hs; r++) memcpy(ck + (size_t)r * Tc, k + (size_t)r * T, 4 * (size_t)n);
@@ -325,7 +373,9 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
   hj_buffer_t *x = NULL;
   for (int i = 0; i < s->n_st; i++) {
     stage *t = &s->st[i];
-    gpt2_spec sp = {.phase = phase, .n = phase == GPT2_PREFILL ? T : 1,
+    const bool jit = phase == GPT2_PREFILL && s->o.prefill_jit;
+    gpt2_spec sp = {.phase = phase, .n = phase == GPT2_DECODE ? 1 : jit ? s->cfg.max_T : T,
+                    .dyn_rows = jit,
                     .Tc = phase == GPT2_DECODE && t->nb ? s->Tc : 0, .n_blocks = t->nb,
                     .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL,
                     .lm_head_t = t->head && s->lm_head};
@@ -357,7 +407,22 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
     if (phase == GPT2_DECODE)
       for (int b = 0; b < t->nb; b++) // donated: updated in place
         o[g->kv0 + 2 * b] = s->kc[t->l0 + b], o[g->kv0 + 2 * b + 1] = s->vc[t->l0 + b];
-    hj_status rs = hj_exec_run(x_e->e, in, g->nin, o, g->nout);
+    hj_status rs;
+    if (jit) { // the JIT returns outputs at the real size: new buffers every call
+      for (int j = 0; j < g->nout; j++) {
+        hj_buffer_destroy(o[j]);
+        o[j] = NULL;
+      }
+      rs = hj_jit_call(x_e->jit, in, g->nin, o, g->nout);
+      hj_jit_stats_t js;
+      if (!hj_jit_stats(x_e->jit, &js)) {
+        double ms = js.trace_ms + js.compile_ms;
+        s->stats.compile_s += (ms - x_e->jit_ms) / 1e3;
+        ((exe_entry *)x_e)->jit_ms = ms;
+      }
+    } else {
+      rs = hj_exec_run(x_e->e, in, g->nin, o, g->nout);
+    }
     if (phase == GPT2_DECODE)
       for (int b = 0; b < t->nb; b++) o[g->kv0 + 2 * b] = o[g->kv0 + 2 * b + 1] = NULL;
     if (rs) {
@@ -367,7 +432,7 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
     }
     if (phase == GPT2_PREFILL)
       for (int b = 0; b < t->nb; b++)
-        cache_put_rows(s, t->l0 + b, o[g->kv0 + 2 * b], o[g->kv0 + 2 * b + 1], T, nreal);
+        cache_put_rows(s, t->l0 + b, o[g->kv0 + 2 * b], o[g->kv0 + 2 * b + 1], nreal);
     if (s->o.verify_dir) {
       const int C = s->cfg.C;
       if (g->emb >= 0 && verify_write(s, "emb", hj_buffer_host_ptr(o[g->emb]), nreal, C, err)) return -1;
@@ -394,7 +459,8 @@ int gpt2_session_prefill(gpt2_session *s, const int32_t *ids, int n, const float
     if (ids[i] < 0 || ids[i] >= c->V)
       return gpt2_errf(err, "prefill: token id %d out of range [0, %d)", (int)ids[i], c->V);
   double t0 = now_s(), c0 = s->stats.compile_s;
-  int T = pow2_bucket(n, 16, c->max_T);
+  // The ids at their real length for the JIT (it pads), else padded to the bucket here.
+  int T = s->o.prefill_jit ? n : pow2_bucket(n, 16, c->max_T);
   s->len = 0;
   if (cache_reserve(s, n < c->max_T ? n + 1 : n, err)) return -1;
   int32_t *pad = calloc((size_t)T, sizeof *pad);
@@ -437,7 +503,16 @@ void gpt2_session_rewind(gpt2_session *s, int n) {
   if (n >= 0 && n < s->len) s->len = n;
 }
 
-void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out) { *out = s->stats; }
+void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out) {
+  *out = s->stats;
+  for (int i = 0; i < s->n_exe; i++) { // the prefill JITs' own counts
+    hj_jit_stats_t js;
+    if (!s->exe[i]->jit || hj_jit_stats(s->exe[i]->jit, &js)) continue;
+    out->compiles += (int)(js.compiles - js.disk_hits);
+    out->disk_hits += (int)js.disk_hits;
+    out->mem_hits += (int)js.memory_hits;
+  }
+}
 
 /* ---- create / free ---------------------------------------------------------------------- */
 
@@ -470,6 +545,8 @@ int gpt2_session_create(const gpt2_weights *w, const gpt2_session_opts *o, gpt2_
     hj_fail(s, err, "buffers");
     goto done;
   }
+  for (int64_t b = 16; b < s->cfg.max_T && s->n_buckets < 31; b *= 2) s->buckets[s->n_buckets++] = b;
+  s->buckets[s->n_buckets++] = s->cfg.max_T;
   if (load_weights(s, err) || make_stages(s, err)) goto done;
   rc = 0;
 done:
@@ -486,6 +563,8 @@ void gpt2_session_free(gpt2_session *s) {
   free(s->st);
   for (int i = 0; i < s->n_exe; i++) {
     hj_exec_destroy(s->exe[i]->e);
+    hj_jit_destroy(s->exe[i]->jit);
+    free(s->exe[i]->decl);
     free(s->exe[i]);
   }
   free(s->exe);

@@ -11,17 +11,22 @@
    machine). |layers_per_graph| N puts N blocks in each block graph; 0 makes the whole
    model one graph (embedding, every block and the head).
 
-   BUCKETS. A prefill of n tokens runs the graphs built for T = the smallest power of two
-   >= n (at least 16, at most maxT), the ids padded with 0 (model.h: padding rows cannot
-   reach the real ones). A decode step at position pos runs the block graph built for a
+   BUCKETS. A prefill of n tokens runs through hlojit's tracing JIT (hj_jit_call): each
+   prefill stage is one hj_jit whose rows dim is HJ_DYN(maxT), in buckets 16, 32, 64, ...,
+   maxT; the JIT pads the rows, masks what crosses the padding and returns k, v, x and the
+   verify outputs at the real n rows, so a bucket is compiled once and every prompt length
+   in it runs on that code. (|prefill_jit| false: the session does the same by hand, one
+   hj_compile per bucket T, the ids padded with 0; padding rows cannot reach real ones,
+   model.h.) A decode step at position pos runs the block graph built for a
    cache of Tc = the smallest power of two >= pos + 1 (at least 64, at most maxT) entries;
    the cache buffers grow (a host copy of the filled rows) when pos reaches the bucket's
    end. A model whose whole cache (K and V of maxT positions, every layer) takes at most
    8 MiB gets Tc = maxT from the start: reading it costs little next to the compiles that
    smaller buckets would need. The decode embedding and head graphs do not depend on Tc.
-   Executables are kept for the session's life, keyed by their spec: one compile per
-   bucket and graph kind. (The tracing JIT's HJ_DYN buckets, issue 11, will take over
-   this bookkeeping.)
+   Decode executables are kept for the session's life, keyed by their spec: one compile
+   per cache bucket and graph kind (decode has no dynamic dims: the position is a runtime
+   scalar). Compiled code also lands in hlojit's disk cache, so a second process with the
+   same model compiles nothing (disk_hits).
 
    KV CACHE. Per layer kc (NH, hs, Tc) and vc (NH, Tc, hs) buffers hold positions
    0..length-1. A decode step's graph writes its position's key and value into them in
@@ -71,6 +76,8 @@ typedef struct gpt2_session_opts {
   const char *verify_dir; /* NULL (default): no verify output */
   bool kernel_layouts;     /* default true: matrices in the layouts of LAYOUTS; false: as
                               the file stores them */
+  bool prefill_jit;        /* default true: prefill through hlojit's tracing JIT (BUCKETS);
+                              false: one hj_compile per bucket, ids padded here */
 } gpt2_session_opts;
 void gpt2_session_opts_init(gpt2_session_opts *o);
 

@@ -11,7 +11,9 @@ and 30 steps layer by layer), and random checkpoints at GPT-2's init scales, mad
 gen_checkpoints.py (never committed): a small config (L=2, C=64, NH=4, V=500 padded to 512, maxT=128) as
 llm.c f32, llm.c bf16 and Hugging Face safetensors. Variants: one block per graph (the
 default) and the whole model as one graph, 2 blocks per graph, the matrices in the
-session's kernel layouts (the default) and as the file stores them, the evaluator backend, 1
+session's kernel layouts (the default) and as the file stores them, prefill through the
+tracing JIT (the default; prompt lengths 1, 16, 17, 100, 128) and with one compile per
+bucket, the evaluator backend, 1
 and 2 threads (bitwise equal), a generation that fills the context, one that grows the
 cache through buckets 64 -> 128 -> 256. The 124M-shaped check (500 MB checkpoint, minutes) runs only
 with HLOJIT_GPT2_124M=1.
@@ -140,6 +142,8 @@ VARIANTS = {
     "safetensors, cpu": ("hf", ["--backend", "cpu"]),
     "llmc f32, interp": ("llmc", ["--backend", "interp"]),
     "llmc f32, cpu, matrices as stored": ("llmc", ["--backend", "cpu", "--layouts", "stored"]),
+    "llmc f32, cpu, prefill without the JIT": ("llmc", ["--backend", "cpu", "--no-jit"]),
+    "llmc f32, interp, prefill without the JIT": ("llmc", ["--backend", "interp", "--no-jit"]),
     "safetensors, cpu, matrices as stored": ("hf", ["--backend", "cpu", "--layouts", "stored"]),
 }
 
@@ -173,6 +177,14 @@ def test_bundled_greedy_ids(bundled):
 def test_verify_bundled(bundled, tmp_path):
     verify(BUNDLED / "model.bin", ["--backend", "cpu"], tmp_path, tokens=30,
            ids=",".join(map(str, bundled["prompt_ids"])), name="bundled Shakespeare model")
+
+
+@pytest.mark.parametrize("P", [1, 16, 17, 100, 128])
+def test_verify_prompt_lengths(models, tmp_path, P):
+    """Prefill buckets through the JIT: at, just over and far from a bucket, and maxT."""
+    ids = ",".join(str((i * 37 + 5) % SMALL["V"]) for i in range(P))
+    verify(models["llmc"], ["--backend", "cpu"], tmp_path, tokens=3, ids=ids,
+           name=f"small, prompt of {P}")
 
 
 def test_verify_until_context_full(models, tmp_path):
