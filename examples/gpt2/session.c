@@ -82,7 +82,7 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
                            .layers_per_graph = 1, .verify_dir = NULL,
-                           .kernel_layouts = true, .prefill_jit = true};
+                           .kernel_layouts = true, .prefill_jit = true, .zero_copy = false};
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -103,6 +103,13 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose,
   const int64_t R = t->shape[0], C = t->ndim == 2 ? t->shape[1] : 1;
   transpose = transpose && t->ndim == 2;
   hj_shape_t sh = t->ndim == 1 ? HJ_SHAPE(R) : transpose ? HJ_SHAPE(C, R) : HJ_SHAPE(R, C);
+  *view = *t;
+  if (!transpose && t->dtype == GPT2_F32 && s->o.zero_copy) { // the loader's view, read-only
+    if (hj_buffer_wrap(s->ctx, HJ_F32, sh, (void *)t->data, sizeof(float) * (size_t)(R * C),
+                       HJ_BUFFER_READ_ONLY, NULL, NULL, out))
+      return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+    return 0;
+  }
   if (hj_buffer_create(s->ctx, HJ_F32, sh, out))
     return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
   float *d = hj_buffer_host_ptr(*out);
@@ -116,7 +123,6 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose,
         for (int64_t i = i0; i < R && i < i0 + 64; i++)
           for (int64_t j = j0; j < C && j < j0 + 64; j++) d[j * R + i] = elem(t, i * C + j);
   }
-  *view = *t;
   if (transpose) {
     view->shape[0] = C, view->shape[1] = R;
     view->layout = t->layout == GPT2_OUT_IN ? GPT2_IN_OUT : GPT2_OUT_IN;

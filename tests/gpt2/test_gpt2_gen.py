@@ -13,7 +13,7 @@ llm.c f32, llm.c bf16 and Hugging Face safetensors. Variants: one block per grap
 default) and the whole model as one graph, 2 blocks per graph, the matrices in the
 session's kernel layouts (the default) and as the file stores them, prefill through the
 tracing JIT (the default; prompt lengths 1, 16, 17, 100, 128) and with one compile per
-bucket, the evaluator backend, 1
+bucket, weights copied (the default) and zero-copy over the mapping, the evaluator backend, 1
 and 2 threads (bitwise equal), a generation that fills the context, one that grows the
 cache through buckets 64 -> 128 -> 256. The 124M-shaped check (500 MB checkpoint, minutes) runs only
 with HLOJIT_GPT2_124M=1.
@@ -143,6 +143,8 @@ VARIANTS = {
     "llmc f32, interp": ("llmc", ["--backend", "interp"]),
     "llmc f32, cpu, matrices as stored": ("llmc", ["--backend", "cpu", "--layouts", "stored"]),
     "llmc f32, cpu, prefill without the JIT": ("llmc", ["--backend", "cpu", "--no-jit"]),
+    "llmc f32, cpu, zero-copy weights": ("llmc", ["--backend", "cpu", "--zero-copy"]),
+    "safetensors, cpu, zero-copy, as stored": ("hf", ["--backend", "cpu", "--zero-copy", "--layouts", "stored"]),
     "llmc f32, interp, prefill without the JIT": ("llmc", ["--backend", "interp", "--no-jit"]),
     "safetensors, cpu, matrices as stored": ("hf", ["--backend", "cpu", "--layouts", "stored"]),
 }
@@ -482,6 +484,6 @@ def test_good_run_asan(models, tmp_path, backend):
     """A whole generation (prefill, decode, bucket growth, verify files) under the sanitizers."""
     r = run(GPT2_ASAN, ["--model", models["llmc"], "--ids", PROMPT, "--tokens", 70, "--seed", 1,
                         "--top-k", 20, "--backend", backend, "--verify", tmp_path / "v",
-                        "--stats", "--print-ids"], timeout=900)
+                        "--stats", "--print-ids", "--zero-copy"], timeout=900)
     assert r.returncode == 0 and sanitizer_quiet(r), r.stderr[-3000:]
     assert len(r.stdout.strip().split(",")) == 70
