@@ -6,11 +6,12 @@
 
    A step runs the stages in order. Each stage's inputs are bound from what the session
    owns (ids and pos buffers, the weights of its layers, the caches) and from the
-   previous stage's main output; its outputs are buffers the stage keeps for its phase and
-   passes back to hj_exec_run (overwritten in place), remade only when the stage runs a
-   different executable (another bucket). Stages that share an executable never share
-   output buffers, so a block graph run for layer l + 1 reads layer l's output while it
-   writes its own.
+   previous stage's main output; its outputs are buffers the stage keeps for its phase. A
+   decode stage passes them back to hj_exec_run (overwritten in place), remade only when
+   it runs a different executable (another cache bucket); a prefill stage's JIT returns new
+   buffers at the real row count on every call, and the stage keeps them until its next
+   prefill. Stages that share an executable or JIT never share output buffers, so a block
+   graph run for layer l + 1 reads layer l's output while it writes its own.
 
    The decode caches are donated: a decode stage's cache outputs alias its cache inputs,
    and the run gets the session's cache buffers in both places (hlojit's fast path: the
