@@ -39,7 +39,7 @@ PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-.PHONY: all lib tools examples unit unit-asan test test-py test-py-cpu test-golden test-corpus test-fuzz \
+.PHONY: all lib tools examples unit unit-asan test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -149,6 +149,24 @@ $(BA)/tests/fuzz_parse: tests/fuzz/fuzz_parse.c $(HDRS) $(BA)/libhlojit.a
 	$(CC) $(CFLAGS) $(SAN) -O1 $< -o $@ $(BA)/libhlojit.a $(LDLIBS)
 test-fuzz:
 	ASAN_OPTIONS=detect_leaks=1 $(BA)/tests/fuzz_parse --count 10000 --seed 1 $(wildcard tests/fixtures/hlo tests/fixtures/jax ../shared/hlo-corpus)
+	$(BA)/tests/fuzz_hlo --count $(FUZZ_SHORT_N) --seed 1 --jobs $(FUZZ_JOBS) --regress tests/fixtures/fuzz_regress/hlo_gen
+
+# The structure-aware fuzzer (tests/fuzz/fuzz_hlo*.c): generated well- and ill-typed modules
+# through print/parse, opt, the evaluator and the CPU backend under ASan/UBSan. test-fuzz runs
+# the fixed regression files and a short fixed-seed run; fuzz-long (not in `make test`) runs
+# FUZZ_LONG_N inputs on FUZZ_JOBS processes, shrinking failures into build/fuzz-hlo-failures/.
+FUZZ_HLO_SRC := $(wildcard tests/fuzz/fuzz_hlo*.c)
+FUZZ_SHORT_N ?= 60
+FUZZ_LONG_N ?= 20000
+FUZZ_LONG_SEED ?= 1000000
+FUZZ_JOBS ?= 2
+$(BA)/tests/fuzz_hlo: $(FUZZ_HLO_SRC) $(wildcard tests/fuzz/*.h) $(HDRS) $(BA)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -O1 $(FUZZ_HLO_SRC) -o $@ $(BA)/libhlojit.a $(LDLIBS)
+test-fuzz: $(BA)/tests/fuzz_hlo
+fuzz-long: $(BA)/tests/fuzz_hlo
+	$(BA)/tests/fuzz_hlo --count $(FUZZ_LONG_N) --seed $(FUZZ_LONG_SEED) --jobs $(FUZZ_JOBS) --shrink \
+	  --regress tests/fixtures/fuzz_regress/hlo_gen
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.

@@ -59,7 +59,9 @@
      Nothing in the library aborts or exits on bad input.
    - Ops on the graph never fail loudly: a bad op (shape mismatch, wrong dtype, bad handle)
      returns a poisoned tensor and records the first error with the op's name and shapes;
-     hj_graph_status() and hj_compile() report it.
+     hj_graph_status() and hj_compile() report it. An op given no way to tell its graph
+     (every tensor argument HJ_NONE and no graph argument, hj_concat with n <= 0) returns
+     HJ_NONE and records nothing; the op or hj_graph_output that receives it reports it.
    - Create functions set *out = NULL first and leave nothing allocated on failure.
    - Arrays are dense and row-major (C order). pred is one byte (0 or 1); f16 and bf16 are
      their 16-bit patterns (uint16_t). In .npy files bf16 is stored as numpy's `V2`
@@ -68,6 +70,39 @@
    - Tuple-shaped entry parameters and results are passed flattened: one buffer per leaf,
      in order (depth first).
    - Binary ops broadcast NumPy-style (shapes aligned from the right, size-1 dims stretch).
+
+   WHAT A COMPILE COSTS (CPU backend; hj_exec_stats splits it, `hlojit opt --stats` and
+   `hlojit run --stats` print it)
+   - HLO passes, buffer assignment, thunks (passes_ms, per pass in pass_times): near-linear
+     in the number of instructions, tens of ms for a 12-layer GPT-2, a few hundred for 48
+     layers or a 50,000-instruction chain. Debug builds (the Makefile's default, no NDEBUG)
+     verify the module after every pass that changed it: about a third of that.
+   - LLVM: emission (emit_ms), the optimisation pipeline (optimize_ms) and code generation
+     (codegen_ms) are paid once per DISTINCT kernel (kernels_distinct), not per fusion:
+     fusions that are structurally identical (same ops, shapes, layouts, attributes and
+     constants, whatever their names) share one kernel, launched with each one's buffers.
+     A kernel costs 20-60 ms of LLVM time, a big one (the transpose kernel of the attention
+     head split) several hundred. A GPT-2 124M prefill compiles about 23 distinct kernels
+     whether it has 1, 12 or 48 layers (174 launches at 12): about 1 s cold on 2 cores,
+     the 48-layer one about 1.2x that.
+   - The kernels are spread over one LLVM module per thread of the context
+     (hj_ctx_options.num_threads; llvm_modules says how many) and compiled in parallel.
+   What makes it cheaper:
+   - compile once, run many times: keep the hj_exec_t (an executable does not share its
+     kernels with later compiles of the same context yet);
+   - repeat structure: values that differ between otherwise identical layers (a layer
+     index, per-layer scales) belong in parameters, not in constants — a constant's bytes
+     are part of a kernel's identity, so one per layer means one kernel per layer;
+   - few distinct shapes: every shape is its own kernel;
+   - num_threads = 0 (every core) for the compile's parallel LLVM work;
+   - fusion on (no_fusion compiles one kernel per op).
+   HLOJIT_LLVM_PIPELINE=<passes> replaces the LLVM pipeline ("default<O3>") for experiments;
+   HLOJIT_LLVM_PIPELINE_LIGHT=<passes> gives the kernels that are not matmuls their own
+   (O2 buys no compile time over O3; O1 costs the GPT-2 prefill 12% of run time, O1 for
+   the non-matmul kernels 2.5-4%, saving 12-18% of the LLVM time: so O3 stays).
+   The compile cost is dominated by a few big kernels: on GPT-2 the attention head-split
+   transpose kernel alone is about a third of the LLVM time (its IR is ~3,500 instructions
+   of unrolled in-register transposes).
 
    STATUS
    - works:   graph builder with every op below, HLO text parse/print (XLA-compatible),
@@ -154,8 +189,25 @@ typedef struct hj_shape {
 /* "No tensor", for optional arguments. A poisoned tensor has a graph and id < 0. */
 #define HJ_NONE ((hj_tensor_t){ NULL, -1 })
 
-/* Allocator used for the context, graph and module arenas and buffer storage.
-   Containers inside the library (stb_ds) use malloc/realloc. |align| is a power of two.
+/* Allocator used for the context, graphs, module arenas (every instruction, shape,
+   attribute and constant), buffers, executables and their arenas, and the reference
+   evaluator's frames, scratch and values (which also serve constant folding and the
+   evaluator fallback inside compiled programs). |align| is a power of two. A NULL from
+   |alloc| is handled: the call in progress fails with HJ_ERR_OOM and a message, and every
+   block taken is given back (tests/unit/test_api_faults.c fails each allocation in turn).
+   Keep the allocator valid until everything made with the context is destroyed.
+   Not through it (they use malloc/realloc/free):
+   - stb_ds containers (instruction and computation lists, graph handle tables, hash maps,
+     string builders): stb_ds passes its allocator hook a NULL context and has no failure
+     path (arrput writes through the new pointer), so an allocator that may fail would
+     turn OOM into a crash;
+   - LLVM (contexts, modules, the ORC JIT, machine code): LLVM-C takes no allocator;
+   - scratch arrays of the passes, the verifier, cloning, the compile driver, buffer
+     assignment and thunk runs, the emitters' plans, the backends' own state (the CPU
+     backend's JIT and thread pool, each backend's executable struct), the copy of a
+     graph's module, hj_exec_run's pointer arrays, .npy headers and hj_module_print's text
+     (freed with free() by contract): each is checked and fails with HJ_ERR_OOM, but
+     they are made where no context is at hand or belong to parts not yet moved over.
    The default (posix_memalign/free) gives blocks of 2 MiB or more 2 MiB alignment and, on
    Linux, advises them as transparent huge pages (madvise MADV_HUGEPAGE): matmul kernels that
    walk weights row by row then miss the TLB far less. */
@@ -201,7 +253,9 @@ void hj_ctx_clear_error(hj_ctx_t *ctx);
 const char *hj_status_name(hj_status s);
 const char *hj_dtype_name(hj_dtype_t t);        /* "f32", ...; NULL if out of range */
 size_t hj_dtype_size(hj_dtype_t t);             /* bytes per element; 0 if out of range */
-int64_t hj_shape_numel(hj_shape_t s);           /* product of |dims| (bounds for dynamic) */
+/* Product of |dims| (bounds for dynamic); -1 when it does not fit in int64_t or a dim is
+   INT64_MIN, 0 for an invalid rank. Graphs take shapes of at most 2^53 elements. */
+int64_t hj_shape_numel(hj_shape_t s);
 
 /* ---- graph building ------------------------------------------------------------------ */
 hj_status hj_graph_create(hj_ctx_t *ctx, const char *name, hj_graph_t **out);
@@ -393,6 +447,14 @@ hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins 
 typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
 hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
 
+/* Time spent in one HLO pass during a compile or hj_module_optimize_timed (summed over its
+   runs: the simplification passes run several rounds). */
+typedef struct hj_pass_time {
+  const char *name;           /* "sibling-fusion", ... (static storage) */
+  double ms;
+  int runs;
+} hj_pass_time_t;
+
 /* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies
    it. Errors read "file:line:col: message" followed by the line and a caret. */
@@ -415,6 +477,10 @@ hj_status hj_module_output(const hj_module_t *m, int i, hj_dtype_t *t, hj_shape_
    rewritten but still verifies, except for HJ_ERR_INTERNAL (a pass bug: the message names
    the pass). */
 hj_status hj_module_optimize(hj_module_t *m);
+/* hj_module_optimize that also says where the time went: the first |cap| passes (by name,
+   summed over their runs, pipeline order) into |times|, their number into *n (it may
+   exceed |cap|). |times| may be NULL when |cap| is 0; |n| may be NULL. */
+hj_status hj_module_optimize_timed(hj_module_t *m, hj_pass_time_t *times, int cap, int *n);
 
 /* ---- compile and run ------------------------------------------------------------------- */
 /* The executable keeps its own copy of the graph's module. */
@@ -447,14 +513,28 @@ typedef struct hj_exec_stats {
   double compile_ms;          /* wall time of hj_compile / hj_compile_module, of which: */
   double passes_ms;           /*   clone, HLO passes, buffer assignment, thunks */
   double emit_ms;             /*   LLVM IR emission */
-  double optimize_ms;         /*   LLVM O3 */
-  double codegen_ms;          /*   machine code (JIT add + lookups) */
+  double optimize_ms;         /*   the LLVM pipeline (O3), all modules (wall time: in
+                                   parallel when there are several) */
+  double codegen_ms;          /*   machine code (object files, in parallel), loading them
+                                   into the JIT and resolving every kernel */
   const char *note;           /* why AUTO did not get the CPU backend; "" otherwise */
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
   int code_source;            /* where the machine code came from: HJ_CODE_COMPILED, _MEMORY
                                  (the same code was loaded in this context already), _DISK */
+  /* ---- compile profile (issue 9) ---- */
+  int kernels_distinct;       /* kernels emitted and compiled: fusions whose fused
+                                 computations are structurally identical (hlo_fingerprint
+                                 plus a full equality check) share one; the kernels_* counts
+                                 above count launches, this counts code */
+  int llvm_modules;           /* LLVM modules the kernels were split into (compiled in
+                                 parallel on the context's threads) */
+  double fingerprint_ms;      /* fingerprinting the optimised module (within passes_ms) and
+                                 each fusion (within emit_ms) */
+  const hj_pass_time_t *pass_times;  /* per pass (name, ms, runs), pipeline order; owned by
+                                        the executable, valid until hj_exec_destroy */
+  int npass_times;
 } hj_exec_stats_t;
 enum { HJ_CODE_COMPILED = 0, HJ_CODE_MEMORY = 1, HJ_CODE_DISK = 2 };
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);

@@ -25,7 +25,7 @@ BENCH_API := elementwise compile block jit
 # bench_decode.c: a GPT-2 124M decode step with donated KV caches at Tc 256 and 1024 (issue 10)
 BENCH_API += decode
 
-$(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
+$(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h bench/bench_gpt2.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 

@@ -80,7 +80,7 @@ static hj_tensor_t bj_block(hj_graph_t *g, hj_tensor_t x, const hj_tensor_t *w) 
   hj_tensor_t h = hj_layer_norm(x, w[0], w[1], 1e-5);
   hj_tensor_t qkv = hj_add(hj_matmul(h, w[2]), w[3]), s[3];                 // (T, 3C)
   const int64_t sizes[3] = { BJ_C, BJ_C, BJ_C };
-  if (hj_split(qkv, 1, sizes, 3, s) != HJ_OK) return HJ_NONE;
+  if (hj_unpack(hj_split(qkv, 1, sizes, 3), s, 3) != HJ_OK) return HJ_NONE;
   static const int64_t hd[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
   hj_tensor_t q = bj_heads(s[0], hd), k = bj_heads(s[1], kt), v = bj_heads(s[2], hd);
   hj_tensor_t att = hj_mul(hj_matmul(q, k), hj_scalar(g, HJ_F32, 1.0 / sqrt((double)BJ_D)));   // (H, T, T)

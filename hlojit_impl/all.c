@@ -14,6 +14,7 @@
 #include "ir/clone.c"
 #include "ir/core.c"
 #include "ir/edit.c"
+#include "ir/fingerprint.c"
 #include "ir/literal.c"
 #include "ir/opfacts.c"
 #include "ir/shape_infer.c"
@@ -33,6 +34,7 @@
 #include "eval/eval_gather.c"
 #include "eval/eval_ops.c"
 #include "eval/eval_reduce.c"
+#include "eval/eval_sprog.c"
 
 /* passes/ */
 #include "passes/algsimp.c"
@@ -53,6 +55,7 @@
 #include "passes/schedule.c"
 #include "passes/sibling_fusion.c"
 #include "passes/tuple_simplify.c"
+#include "passes/use_index.c"
 #include "passes/wrap_fusions.c"
 
 /* runtime/ (the compile driver needs LLVM) */

@@ -1,6 +1,7 @@
 /* hlojit.c — the command-line tool: print and run HLO text modules.
 
      hlojit print MODULE.hlo
+     hlojit opt MODULE.hlo [--stats]
      hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...
                            [--random-inputs SEED] [--out DIR] [--stats] [--profile]
                            [--runs N] [--cache-dir DIR]
@@ -33,13 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define CLI_MAX_INPUTS 4096
 #define CLI_FIRST 6   /* elements shown in first=[...] */
 
 static const char cli_usage[] =
   "usage: hlojit print MODULE.hlo\n"
-  "       hlojit opt MODULE.hlo\n"
+  "       hlojit opt MODULE.hlo [--stats]\n"
   "       hlojit run MODULE.hlo [--backend auto|interp|cpu|cuda] [--input FILE.npy]...\n"
   "                             [--random-inputs SEED] [--out DIR] [--stats] [--profile]\n"
   "                             [--runs N] [--cache-dir DIR]\n"
@@ -47,7 +49,7 @@ static const char cli_usage[] =
   "\n"
   "print  parse and verify MODULE.hlo (XLA HLO text), print its canonical text to stdout.\n"
   "opt    run the HLO pass pipeline (simplification, fusion, scheduling) on MODULE.hlo\n"
-  "       and print the optimised module.\n"
+  "       and print the optimised module; --stats: the time of each pass on stderr.\n"
   "run    run MODULE.hlo's entry computation and print one line per output:\n"
   "         out0 f32[2,3] min=.. max=.. mean=.. first=[...]\n"
   "       --input FILE.npy      one per flattened entry parameter (tuples expanded depth\n"
@@ -241,6 +243,12 @@ static void cli_print_stats(const hj_exec_t *e) {
   if (s.backend == HJ_BACKEND_CPU)
     fprintf(stderr, "stats: code cache: %s\n", s.code_source == HJ_CODE_DISK ? "hit (disk)"
             : s.code_source == HJ_CODE_MEMORY ? "hit (memory)" : "miss (compiled)");
+  if (s.backend == HJ_BACKEND_CPU)
+    fprintf(stderr, "stats: kernels_distinct=%d llvm_modules=%d fingerprint_ms=%.2f\n",
+            s.kernels_distinct, s.llvm_modules, s.fingerprint_ms);
+  for (int i = 0; i < s.npass_times; i++)
+    fprintf(stderr, "stats: pass %-26s %10.2f ms %4d runs\n", s.pass_times[i].name, s.pass_times[i].ms,
+            s.pass_times[i].runs);
   if (s.note && *s.note) fprintf(stderr, "stats: note: %s\n", s.note);
 }
 
@@ -414,9 +422,36 @@ static int cli_parse_run(int argc, char **argv, cli_run_args *a) {
   return 0;
 }
 
+static double cli_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* hj_module_optimize; with |stats| the time of each pass on stderr, slowest first. */
+static hj_status cli_optimize(hj_module_t *m, bool stats) {
+  if (!stats) return hj_module_optimize(m);
+  hj_pass_time_t t[64];
+  int n = 0;
+  double t0 = cli_now_ms();
+  hj_status st = hj_module_optimize_timed(m, t, 64, &n);
+  double total = cli_now_ms() - t0;
+  if (n > 64) n = 64;
+  for (int a = 1; a < n; a++)   /* insertion sort, slowest first */
+    for (int b = a; b > 0 && t[b].ms > t[b - 1].ms; b--) {
+      hj_pass_time_t x = t[b];
+      t[b] = t[b - 1], t[b - 1] = x;
+    }
+  fprintf(stderr, "stats: opt %.2f ms in %d passes\n", total, n);
+  for (int i = 0; i < n; i++)
+    fprintf(stderr, "stats: pass %-26s %10.2f ms %5.1f%% %4d runs\n", t[i].name, t[i].ms,
+            total > 0 ? 100.0 * t[i].ms / total : 0.0, t[i].runs);
+  return st;
+}
+
 /* print (optimize false) / opt (true) when |run| is NULL; else run. */
 static int cli_with_module(const char *path, hj_backend_t backend, const cli_run_args *run,
-                           bool optimize) {
+                           bool optimize, bool opt_stats) {
   hj_ctx_options_t opt;
   hj_ctx_options_init(&opt);
   opt.backend = backend;
@@ -432,7 +467,7 @@ static int cli_with_module(const char *path, hj_backend_t backend, const cli_run
     rc = cli_run_module(ctx, m, run);
   } else {
     char *text = NULL;
-    if (optimize && (st = hj_module_optimize(m))) cli_lib_fail(ctx, st);
+    if (optimize && (st = cli_optimize(m, opt_stats))) cli_lib_fail(ctx, st);
     else if ((st = hj_module_print(m, &text))) cli_lib_fail(ctx, st);
     else rc = fputs(text, stdout) < 0 || fflush(stdout) != 0;
     free(text);
@@ -458,16 +493,18 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "print")) {
     if (argc != 3 || argv[2][0] == '-') return cli_fail("usage: hlojit print MODULE.hlo");
-    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, false);
+    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, false, false);
   }
   if (!strcmp(cmd, "opt")) {
-    if (argc != 3 || argv[2][0] == '-') return cli_fail("usage: hlojit opt MODULE.hlo");
-    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, true);
+    bool stats = argc == 4 && !strcmp(argv[3], "--stats");
+    if ((argc != 3 && !stats) || argv[2][0] == '-')
+      return cli_fail("usage: hlojit opt MODULE.hlo [--stats]");
+    return cli_with_module(argv[2], HJ_BACKEND_AUTO, NULL, true, stats);
   }
   if (!strcmp(cmd, "run")) {
     static cli_run_args a;  /* static: the input table is large */
     int err = cli_parse_run(argc, argv, &a);
-    return err ? err : cli_with_module(a.module, a.backend, &a, false);
+    return err ? err : cli_with_module(a.module, a.backend, &a, false, false);
   }
   return cli_fail("unknown command '%s' (see hlojit --help)", cmd);
 }

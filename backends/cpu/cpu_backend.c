@@ -8,11 +8,13 @@
        be too late for epilogue fusion to see the matmul shapes it will get), then
        fusion_split (the computation partitioner: no exponential elemental emission) and
        wrap_fusions (every op a fusion: emitters only take fusions);
-     - module hooks: each executable's kernels go into one LLVM module in a fresh context
-       (cpu_jit_module_create); finishing it runs O3 (cpu_jit_optimize; dumps NAME.ll /
-       NAME.opt.ll), adds it to ORC under a resource tracker freed with the executable,
-       looks up every kernel and prepares the matmul plans (their scratch is allocated once
-       per executable).
+     - module hooks: the driver spreads each executable's distinct kernels over up to one
+       LLVM module per pool thread, each in a fresh context (cpu_jit_module_create);
+       finishing them goes through the code cache (cpu_code_cache.c: code already loaded
+       in this context, from the disk cache, or O3 and an object file per module on the
+       pool's threads, then stored), adds the code to ORC under trackers the cache
+       refcounts, looks up every kernel and prepares the matmul plans (their scratch is
+       allocated once per executable).
    run: th_program_run on the entry with the caller's leaf pointers; kernels split their
    parallel range over the context's thread pool, matmuls go to cpu_matmul_run. Runs of one
    executable are serialised (they share its arenas); runs of different executables may
@@ -38,7 +40,9 @@ typedef struct cpb_state {
 typedef struct cpu_exec {
   rt_exec base;                        /* module, programs, kernels, stats */
   cpb_state *be;
-  cpu_cc_code *code;                   /* the executable's JIT code (shared by equal modules) */
+  cpu_cc_code *code[RT_MAX_MODULES];   /* the executable's JIT code, one per LLVM module
+                                          (shared with equal modules: cpu_code_cache.c) */
+  int ncode;
   void *matmul_scratch;                /* packed panels, shared by every matmul thunk */
   th_runtime run;
   pthread_mutex_t run_mu;              /* runs share the arenas: one at a time */
@@ -138,19 +142,26 @@ static void cpb_unique_name(void *ud, const char *prefix, char *buf, size_t n) {
   cpu_jit_unique_name(c->x->be->jit, prefix, buf, n);
 }
 
-/* O3, into ORC, and every kernel resolved. */
-static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
+static bool cpb_light_set(void) {
+  const char *e = getenv("HLOJIT_LLVM_PIPELINE_LIGHT");
+  return e && *e;
+}
+
+static void cpb_module_class(void *ud, void *handle, int cls) {
+  ((cpu_jit_module *)handle)->light = cls == 1;
+}
+
+static void cpb_kernel_name(void *ud, const char *base, char *buf, size_t n) {
   cpb_compile *c = ud;
+  cpu_jit_kernel_name(c->x->be->jit, base, buf, n);
+}
+
+/* Resolves every kernel thunk and prepares the matmul plans (their scratch: the largest). */
+static hj_status cpb_resolve(cpb_compile *c, rt_exec *base) {
   cpu_exec *x = c->x;
   cpu_jit *j = x->be->jit;
-  cpu_jit_module *jm = handle;
-  double t1 = rt_now_ms();
-  int source;
-  hj_status st = cpu_cc_finish(x->be->cc, j, jm, base, &x->code, &source);   /* consumes the module */
-  free(jm);
-  if (st != HJ_OK) return st;
-  double t2 = t1 + base->stats.optimize_ms;   /* the rest is machine code: emitted or loaded */
   size_t scratch = 0;
+  hj_status st = HJ_OK;
   for (ptrdiff_t i = 0; i < arrlen(base->kernels) && st == HJ_OK; i++) {
     th_thunk *t = base->kernels[i];
     if (t->kind == TH_KERNEL) {
@@ -161,10 +172,34 @@ static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
       if (s > scratch) scratch = s;
     }
   }
-  base->stats.codegen_ms = rt_now_ms() - t2;
   if (st == HJ_OK && scratch > 0 && !(x->matmul_scratch = hj__alloc(c->ctx, scratch)))
     st = hj__err(c->ctx, HJ_ERR_OOM, "CPU backend: out of memory for %zu bytes of matmul scratch", scratch);
   return st;
+}
+
+/* The emitted modules (one, or one per pool thread: the driver spreads the distinct kernels
+   over them by size) through the code cache: each module's code already loaded, from disk,
+   or optimised and turned into an object file on its own thread with its own TargetMachine
+   (cpu_jit_optimize_mt / _codegen_mt: the same pipeline and code generator as ORC's, so the
+   same machine code); then every kernel is looked up (linking only). optimize_ms is O3's
+   wall time, codegen_ms the rest (objects, loading, linking, matmul plans). */
+static hj_status cpb_module_finish_many(void *ud, void *const *handles, int n, rt_exec *base) {
+  cpb_compile *c = ud;
+  cpu_exec *x = c->x;
+  double t1 = rt_now_ms();
+  int source;
+  hj_status st = cpu_cc_finish(x->be->cc, x->be->jit, x->be->pool, (cpu_jit_module *const *)handles, n,
+                               base, x->code, &source);              /* consumes the modules */
+  for (int i = 0; i < n; i++) free(handles[i]);
+  if (st == HJ_OK) x->ncode = n;
+  double t2 = t1 + base->stats.optimize_ms;
+  if (st == HJ_OK) st = cpb_resolve(c, base);
+  base->stats.codegen_ms = rt_now_ms() - t2;
+  return st;
+}
+
+static hj_status cpb_module_finish(void *ud, void *handle, rt_exec *base) {
+  return cpb_module_finish_many(ud, &handle, 1, base);
 }
 
 /* ---- run hooks ------------------------------------------------------------------------------- */
@@ -194,7 +229,7 @@ static hj_status cpb_run_matmul(void *ud, const th_thunk *t, void **bufs) {
 static void cpb_exec_free(void *exec) {
   cpu_exec *x = exec;
   if (!x) return;
-  if (x->code && x->be) cpu_cc_release(x->be->cc, x->be->jit, x->code);
+  for (int i = 0; i < x->ncode && x->be; i++) cpu_cc_release(x->be->cc, x->be->jit, x->code[i]);
   hj__free(x->base.ctx, x->matmul_scratch);
   rt_exec_free(&x->base);
   pthread_mutex_destroy(&x->run_mu);
@@ -219,6 +254,13 @@ static hj_status cpb_compile_module(hj_ctx_t *ctx, void *state, const hlo_module
     .module_discard = cpb_module_discard,
     .unique_name = cpb_unique_name,
     .module_finish = cpb_module_finish,
+    .kernel_name = cpb_kernel_name,
+    .max_modules = tp_size(x->be->pool),
+    .module_finish_many = cpb_module_finish_many,
+    /* matmul kernels apart only when the others get a pipeline of their own (measured:
+       default<O1> for them saves 12-18% of the LLVM CPU time of a GPT-2 compile but costs
+       2.5-4% of the prefill forward's run time, so by default all get O3: cpu_jit.c) */
+    .module_class = cpb_light_set() ? cpb_module_class : NULL,
   };
   hj_status st = rt_compile(ctx, m, &t, &x->base);
   if (st != HJ_OK) {

@@ -9,11 +9,15 @@
    the same key share the loaded code (refcounted; unreferenced code stays loaded, up to
    CC_KEEP keys, least recently used first out).
 
-   Finishing a module, cheapest first: loaded already (memory hit); the disk entry, its
-   object added to ORC (disk hit; an object LLVM refuses is a miss); else O3, the object
-   emitted by the target machine, added to ORC and written to disk. Disk problems are
-   misses, never errors. */
+   Finishing the modules of a compile (one, or several that the compile driver split the
+   kernels into), each cheapest first: loaded already (memory hit); the disk entry, its
+   object added to ORC (disk hit; an object LLVM refuses is a miss); else compiled. The
+   misses are optimised and turned into objects in parallel on the context's pool
+   (cpu_jit_optimize_mt / _codegen_mt, a TargetMachine per thread), then, one by one,
+   added to ORC and written to disk. Disk problems are misses, never errors. The cache's
+   mutex is held throughout, so two compiles of one context never make the same code twice. */
 #include "cpu_code_cache.h"
+#include "threadpool.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -105,75 +109,153 @@ void cpu_cc_release(cpu_cc *c, cpu_jit *j, cpu_cc_code *k) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- finishing a module ----------------------------------------------------------------------- */
+/* ---- finishing the modules of a compile ------------------------------------------------------ */
 
-/* A miss: O3, the object, into ORC, onto disk. */
-static hj_status cc_compile(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, const char *key, size_t klen,
-                            cpu_jit_rt **rt, double *opt_ms) {
-  double t0 = rt_now_ms();
-  hj_status st = cpu_jit_optimize(j, jm->mod);
-  *opt_ms = rt_now_ms() - t0;
+typedef struct cc_mod {               /* one module of a compile */
+  cpu_cc *c;
+  cpu_jit *j;
+  cpu_jit_module *jm;                 /* consumed: disposed on a hit, by codegen on a miss */
+  rt_code_key key;
+  cpu_cc_code *code;                  /* the loaded code it uses (one reference) */
+  int source;                         /* HJ_CODE_* */
+  int dup;                            /* a miss whose digest an earlier miss has: its index */
+  LLVMMemoryBufferRef obj;            /* a miss: the object made on a pool thread */
+  hj_status st;
+  char err[1024];
+} cc_mod;
+
+static void cc_opt_task(void *user, int64_t b, int64_t e) {
+  cc_mod *const *M = user;
+  for (int64_t i = b; i < e; i++) {
+    cc_mod *m = M[i];
+    m->st = cpu_jit_optimize_mt(m->j, m->jm->mod, m->jm->light, m->err, sizeof m->err);
+  }
+}
+
+static void cc_cg_task(void *user, int64_t b, int64_t e) {
+  cc_mod *const *M = user;
+  for (int64_t i = b; i < e; i++) {
+    cc_mod *m = M[i];
+    if (m->st == HJ_OK) m->st = cpu_jit_codegen_mt(m->j, m->jm, &m->obj, m->err, sizeof m->err);
+    else cpu_jit_module_dispose(m->jm);
+    m->jm = NULL;
+  }
+}
+
+/* A disk hit: the stored object of |m|'s key added to the JIT (NULL: none, or one LLVM
+   refuses, which is a miss; the context's error is kept as it was). */
+static cpu_jit_rt *cc_from_disk(cpu_cc *c, cpu_jit *j, const cc_mod *m) {
   void *obj = NULL;
   size_t n = 0;
-  if (st == HJ_OK) st = cpu_jit_emit_object(j, jm->mod, &obj, &n);
-  if (st == HJ_OK) st = cpu_jit_add_object(j, obj, n, key, rt);
+  cpu_jit_rt *rt = NULL;
+  if (!c->disk || !rt_dcache_get(c->disk, m->key.key, m->key.len, &obj, &n, NULL, 0)) return NULL;
+  hj_status last = c->ctx->last;
+  char err[sizeof c->ctx->err];
+  memcpy(err, c->ctx->err, sizeof err);
+  if (cpu_jit_add_object(j, obj, n, m->key.key, &rt) != HJ_OK) rt = NULL;
+  c->ctx->last = last;
+  memcpy(c->ctx->err, err, sizeof err);
+  free(obj);
+  return rt;
+}
+
+/* A compiled miss: its object into the JIT, then onto disk (a write that fails is only a
+   miss next time). */
+static hj_status cc_add_compiled(cpu_cc *c, cpu_jit *j, cc_mod *m, cpu_jit_rt **rt) {
+  const void *p = LLVMGetBufferStart(m->obj);
+  size_t n = LLVMGetBufferSize(m->obj);
+  hj_status st = cpu_jit_add_object(j, p, n, m->key.key, rt);
   if (st == HJ_OK && c->disk) {
     hj_status last = c->ctx->last;
     char err[sizeof c->ctx->err];
     memcpy(err, c->ctx->err, sizeof err);
-    rt_dcache_put(c->disk, key, klen, obj, n);   /* a write that fails is only a miss next time */
+    rt_dcache_put(c->disk, m->key.key, m->key.len, p, n);
     c->ctx->last = last;
     memcpy(c->ctx->err, err, sizeof err);
   }
-  free(obj);
   return st;
 }
 
-hj_status cpu_cc_finish(cpu_cc *c, cpu_jit *j, cpu_jit_module *jm, rt_exec *x, cpu_cc_code **out, int *source) {
-  *out = NULL;
-  *source = HJ_CODE_COMPILED;
-  char cid[2048];
-  cpu_jit_code_id(j, cid, sizeof cid);
-  rt_code_key ck;
-  hj_status st = rt_code_key_make(c->ctx, jm->mod, cid, x, &ck);
-  if (st != HJ_OK) {
-    cpu_jit_module_dispose(jm);
-    return st;
+hj_status cpu_cc_finish(cpu_cc *c, cpu_jit *j, tp_pool *pool, cpu_jit_module *const *jms, int n,
+                        rt_exec *x, cpu_cc_code **out, int *source) {
+  hj_status st = HJ_OK;
+  cc_mod *M = calloc((size_t)n + 1, sizeof *M);
+  cc_mod **miss = calloc((size_t)n + 1, sizeof *miss);
+  int nmiss = 0;
+  *source = HJ_CODE_MEMORY;
+  for (int i = 0; i < n; i++) out[i] = NULL;
+  if (!M || !miss) st = hj__err(c->ctx, HJ_ERR_OOM, "CPU backend: out of memory");
+  /* keys first: they rename each module's definitions (and the kernels' symbols) */
+  for (int i = 0; M && i < n; i++) M[i] = (cc_mod){ .c = c, .j = j, .jm = jms[i], .dup = -1 };
+  for (int i = 0; i < n && st == HJ_OK; i++) {
+    char cid[2048];
+    cpu_jit_code_id(j, jms[i]->light, cid, sizeof cid);
+    st = rt_code_key_make(c->ctx, jms[i]->mod, cid, x, &M[i].key);
   }
-  const char *key = ck.key, *digest = ck.digest;
-  size_t klen = ck.len;
-  pthread_mutex_lock(&c->mu);
-  cpu_cc_code *k = cc_find(c, digest);
-  cpu_jit_rt *rt = NULL;
   double opt_ms = 0;
-  if (k) {                                       /* loaded already */
-    k->refs++;
-    k->last_use = ++c->tick;
-    *source = HJ_CODE_MEMORY;
-  } else {
-    void *obj = NULL;
-    size_t n = 0;
-    if (c->disk && rt_dcache_get(c->disk, key, klen, &obj, &n, NULL, 0)) {
-      hj_status last = c->ctx->last;
-      char err[sizeof c->ctx->err];
-      memcpy(err, c->ctx->err, sizeof err);
-      if (cpu_jit_add_object(j, obj, n, key, &rt) == HJ_OK) *source = HJ_CODE_DISK;
-      c->ctx->last = last;                       /* an object LLVM refuses is a miss */
-      memcpy(c->ctx->err, err, sizeof err);
-      free(obj);
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < n && st == HJ_OK; i++) {           /* hits */
+    cc_mod *m = &M[i];
+    cpu_jit_rt *rt = NULL;
+    if ((m->code = cc_find(c, m->key.digest))) {
+      m->code->refs++;
+      m->code->last_use = ++c->tick;
+      m->source = HJ_CODE_MEMORY;
+    } else if ((rt = cc_from_disk(c, j, m))) {
+      if (!(m->code = cc_add(c, m->key.digest, rt))) {
+        cpu_jit_remove(j, rt);
+        st = hj__err(c->ctx, HJ_ERR_OOM, "CPU backend: out of memory");
+      }
+      m->source = HJ_CODE_DISK;
+    } else {
+      m->source = HJ_CODE_COMPILED;
+      for (int k = 0; k < nmiss && m->dup < 0; k++)
+        if (strcmp(miss[k]->key.digest, m->key.digest) == 0) m->dup = (int)(miss[k] - M);
+      if (m->dup < 0) {
+        miss[nmiss++] = m;
+        continue;                                        /* its module is compiled below */
+      }
     }
-    if (!rt) st = cc_compile(c, j, jm, key, klen, &rt, &opt_ms);
-    if (st == HJ_OK && !(k = cc_add(c, digest, rt))) {
+    cpu_jit_module_dispose(m->jm);
+    m->jm = NULL;
+  }
+  if (st == HJ_OK && nmiss > 0) {                        /* misses, on the pool's threads */
+    double t0 = rt_now_ms();
+    tp_parallel_for(pool, nmiss, 1, cc_opt_task, miss);
+    opt_ms = rt_now_ms() - t0;
+    tp_parallel_for(pool, nmiss, 1, cc_cg_task, miss);
+  }
+  for (int k = 0; k < nmiss; k++) {
+    cc_mod *m = miss[k];
+    cpu_jit_rt *rt = NULL;
+    if (st == HJ_OK && m->st != HJ_OK) st = hj__err(c->ctx, m->st, "%s", m->err);
+    if (st == HJ_OK) st = cc_add_compiled(c, j, m, &rt);
+    if (st == HJ_OK && !(m->code = cc_add(c, m->key.digest, rt))) {
       cpu_jit_remove(j, rt);
       st = hj__err(c->ctx, HJ_ERR_OOM, "CPU backend: out of memory");
     }
-    if (st == HJ_OK) cc_trim(c, j);
+    if (m->obj) LLVMDisposeMemoryBuffer(m->obj);
+    m->obj = NULL;
   }
+  for (int i = 0; i < n && st == HJ_OK; i++)             /* repeats share the first's code */
+    if (M[i].dup >= 0 && (M[i].code = M[M[i].dup].code)) M[i].code->refs++;
+  if (st == HJ_OK) cc_trim(c, j);
   pthread_mutex_unlock(&c->mu);
+  for (int i = 0; M && i < n; i++) {
+    if (M[i].jm) cpu_jit_module_dispose(M[i].jm);       /* not reached after a failure */
+    if (st == HJ_OK) {
+      out[i] = M[i].code;
+      if (M[i].source == HJ_CODE_COMPILED) *source = HJ_CODE_COMPILED;
+      else if (M[i].source == HJ_CODE_DISK && *source == HJ_CODE_MEMORY) *source = HJ_CODE_DISK;
+    } else if (M[i].code) {
+      cpu_cc_release(c, j, M[i].code);
+    }
+    rt_code_key_free(&M[i].key);
+  }
+  for (int i = 0; !M && i < n; i++) cpu_jit_module_dispose(jms[i]);
   x->stats.optimize_ms = opt_ms;
   x->stats.code_source = *source;
-  cpu_jit_module_dispose(jm);
-  rt_code_key_free(&ck);
-  *out = k;
+  free(M);
+  free(miss);
   return st;
 }

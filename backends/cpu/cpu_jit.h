@@ -16,7 +16,9 @@
    Every LLVM error becomes hj__err(ctx, HJ_ERR_BACKEND, "LLVM: ...") with LLVM's message.
    Threads: each module has its own LLVMContext, so modules may be built on different
    threads; cpu_jit_optimize, _add_module, _lookup and _remove may be called from any thread
-   (optimisation is serialised by a mutex inside). Only backends/ include this header. */
+   (cpu_jit_optimize is serialised by a mutex inside; cpu_jit_optimize_mt and _codegen_mt
+   run concurrently, each with a TargetMachine of its own). Only backends/ include this
+   header. */
 #ifndef HLOJIT_CPU_JIT_H
 #define HLOJIT_CPU_JIT_H
 
@@ -33,6 +35,7 @@ typedef struct cpu_jit_module {
   LLVMOrcThreadSafeContextRef tsc;
   LLVMContextRef llctx;
   LLVMModuleRef mod;
+  bool light;                   /* cpu_jit_optimize_mt: the light pipeline */
 } cpu_jit_module;
 
 /* Code added with a tracker can be freed on its own (cpu_jit_remove). */
@@ -79,6 +82,24 @@ void cpu_jit_module_dispose(cpu_jit_module *m);  /* zeroes *m; a zeroed *m is fi
    the verifier's message (an emitter bug, reported rather than crashed on). */
 hj_status cpu_jit_optimize(cpu_jit *j, LLVMModuleRef mod);
 
+/* A kernel symbol derived from |base| (a fingerprint, "hjk_<16 hex>"), unique in |j|:
+   |base| itself the first time it is asked for, then "|base|.1", ... (so the names the
+   first executable of a process gets are the same in every process). Thread-safe. */
+void cpu_jit_kernel_name(cpu_jit *j, const char *base, char *buf, size_t n);
+
+/* Compiling modules on several threads at once (each module in its own LLVM context):
+   cpu_jit_optimize_mt is cpu_jit_optimize with a TargetMachine of its own (taken from a
+   pool in |j|: no lock around the optimiser) and its error in |err| instead of the
+   context (which other threads share), and with |light| the light pipeline (CJ_LIGHT in
+   cpu_jit.c, for kernels that are not matmuls); cpu_jit_codegen_mt turns the optimised module into
+   an object file in memory with such a TargetMachine (the code ORC would have generated
+   at lookup: same TargetMachine options) and disposes of |m| in every case. Then, on one
+   thread, cpu_jit_add_object hands the object file to the JIT under a new tracker *rt
+   (cpu_jit_remove frees it); lookups only link. The code cache (cpu_code_cache.c) drives
+   both. */
+hj_status cpu_jit_optimize_mt(cpu_jit *j, LLVMModuleRef mod, bool light, char *err, size_t nerr);
+hj_status cpu_jit_codegen_mt(cpu_jit *j, cpu_jit_module *m, LLVMMemoryBufferRef *obj, char *err,
+                             size_t nerr);
 /* Hands |m| to the JIT; *m is zeroed in every case (on failure the module is freed).
    |rt| may be NULL: then the code lives as long as the JIT. Otherwise *rt receives a
    tracker to pass to cpu_jit_remove exactly once. Code is generated lazily, on lookup. */
@@ -95,9 +116,10 @@ hj_status cpu_jit_remove(cpu_jit *j, cpu_jit_rt *rt);
    optimised) compiled by the host TargetMachine into a relocatable object, *obj malloc'd.
    cpu_jit_add_object: an object file (copied) into the JIT under a new tracker (*rt, for
    cpu_jit_remove); a bad object is HJ_ERR_BACKEND with LLVM's message. cpu_jit_code_id: the
-   identity of the code it makes, for cache keys: LLVM version, triple, CPU, features. */
+   identity of the code it makes, for cache keys: LLVM version, triple, CPU, features and
+   the optimisation pipeline (|light|: the one of cpu_jit_optimize_mt's light modules). */
 hj_status cpu_jit_emit_object(cpu_jit *j, LLVMModuleRef mod, void **obj, size_t *n);
 hj_status cpu_jit_add_object(cpu_jit *j, const void *obj, size_t n, const char *name, cpu_jit_rt **rt);
-void cpu_jit_code_id(const cpu_jit *j, char *buf, size_t n);
+void cpu_jit_code_id(const cpu_jit *j, bool light, char *buf, size_t n);
 
 #endif

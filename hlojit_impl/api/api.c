@@ -70,8 +70,13 @@ size_t hj_dtype_size(hj_dtype_t t) {
 
 int64_t hj_shape_numel(hj_shape_t s) {
   if (s.rank < 0 || s.rank > HJ_MAX_RANK) return 0;
-  int64_t n = 1;
-  for (int i = 0; i < s.rank; i++) n *= s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+  int64_t n = 1, d[HJ_MAX_RANK];
+  for (int i = 0; i < s.rank; i++) {
+    if (s.dims[i] == INT64_MIN) return -1;
+    if ((d[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i]) == 0) return 0;
+  }
+  for (int i = 0; i < s.rank; i++)
+    if (!hlo_mul_ok(n, d[i], &n)) return -1;
   return n;
 }
 
@@ -180,13 +185,10 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
   *out = NULL;
   if ((unsigned)t >= HJ_DTYPE_COUNT || s.rank < 0 || s.rank > HJ_MAX_RANK)
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: invalid dtype %d or rank %d", fn, (int)t, s.rank);
-  int64_t n = 1, lim = INT64_MAX / 8;
-  for (int i = 0; i < s.rank; i++) {
-    int64_t d = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
-    if (d > 0 && n > lim / d)
-      return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large", fn);
-    n *= d;
-  }
+  int64_t n = hj_shape_numel(s);
+  if (n < 0 || n > HLO_MAX_NUMEL)   /* the IR's bound: no module takes a bigger buffer */
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: shape too large (more than 2^53 elements, or a "
+                   "dim of INT64_MIN)", fn);
   hj_buffer_t *b = hj__alloc(ctx, sizeof *b);
   size_t nb = (size_t)n * hj_dtype_size(t);
   void *data = b ? hj__alloc(ctx, nb) : NULL;

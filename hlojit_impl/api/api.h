@@ -178,4 +178,9 @@ void hj__graph_io_free(hj_graph_t *g);
 hj_status hj__graph_module(hj_graph_t *g, hlo_module **out);
 
 
+/* builder.c (hardening): why |t| and |s| make no valid array shape ("an invalid dtype",
+   "a rank outside [0, 8]", "a dim of INT64_MIN (no bound)", "more than 2^53 elements"),
+   or NULL when they do; hj__shape_to_hlo accepts exactly the shapes this accepts. */
+const char *hj__shape_problem(hj_dtype_t t, hj_shape_t s);
+
 #endif /* HLOJIT_API_H */

@@ -115,8 +115,20 @@ const char *hj__tensor_str(hj_tensor_t t, char *buf, size_t n) {
 
 /* ---- shapes ----------------------------------------------------------------------------- */
 
+const char *hj__shape_problem(hj_dtype_t t, hj_shape_t s) {
+  if ((unsigned)t >= HJ_DTYPE_COUNT) return "an invalid dtype";
+  if (s.rank < 0 || s.rank > HJ_MAX_RANK) return "a rank outside [0, 8]";
+  for (int i = 0; i < s.rank; i++)
+    if (s.dims[i] == INT64_MIN) return "a dim of INT64_MIN (no bound)";
+  hlo_shape h = { .type = (hlo_type)t, .rank = s.rank };
+  for (int i = 0; i < s.rank; i++) h.dims[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+  /* the IR's bound (HLO_MAX_NUMEL), so that every module the builder makes prints to text
+     that parses back and no element count overflows downstream */
+  return hlo_shape_check(&h) ? "more than 2^53 elements" : NULL;
+}
+
 bool hj__shape_to_hlo(hj_dtype_t t, hj_shape_t s, hlo_shape *out) {
-  if ((unsigned)t >= HJ_DTYPE_COUNT || s.rank < 0 || s.rank > HJ_MAX_RANK) return false;
+  if (hj__shape_problem(t, s)) return false;
   int64_t d[HJ_MAX_RANK] = { 0 };
   for (int i = 0; i < s.rank; i++) d[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
   *out = hlo_shape_array((hlo_type)t, s.rank, d);
@@ -439,7 +451,8 @@ hj_tensor_t hj_param(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, const char *name
   if (!g) return HJ_NONE;
   hlo_shape hs;
   if (!hj__shape_to_hlo(t, s, &hs))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_param: invalid dtype %d or rank %d", (int)t, s.rank);
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_param: dtype %d, rank %d: %s", (int)t, s.rank,
+                          hj__shape_problem(t, s));
   return bld_param(g, "hj_param", &hs, name);
 }
 
@@ -453,8 +466,8 @@ hj_tensor_t hj_param_tuple(hj_graph_t *g, const hj_dtype_t *types, const hj_shap
   if (n && !s.tuple) return hj__graph_fail(g, HJ_ERR_OOM, "hj_param_tuple: out of memory");
   for (int i = 0; i < n; i++)
     if (!hj__shape_to_hlo(types[i], shapes[i], &s.tuple[i]))
-      return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_param_tuple: element %d: invalid dtype %d or rank %d",
-                            i, (int)types[i], shapes[i].rank);
+      return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_param_tuple: element %d (dtype %d, rank %d): %s",
+                            i, (int)types[i], shapes[i].rank, hj__shape_problem(types[i], shapes[i]));
   return bld_param(g, "hj_param_tuple", &s, name);
 }
 
@@ -470,8 +483,8 @@ hj_tensor_t hj_constant(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, const void *d
   if (!g) return HJ_NONE;
   hlo_shape hs;
   if (!data || !hj__shape_to_hlo(t, s, &hs))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_constant: NULL data, invalid dtype %d or rank %d",
-                          (int)t, s.rank);
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_constant: dtype %d, rank %d: %s", (int)t, s.rank,
+                          data ? hj__shape_problem(t, s) : "NULL data");
   for (int i = 0; i < s.rank; i++)
     if (s.dims[i] < 0)
       return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_constant: dynamic dim %d (constants are static)", i);
@@ -489,7 +502,8 @@ hj_tensor_t hj_full(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, double v) {
   if (!g) return HJ_NONE;
   hlo_shape hs;
   if (!hj__shape_to_hlo(t, s, &hs))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_full: invalid dtype %d or rank %d", (int)t, s.rank);
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_full: dtype %d, rank %d: %s", (int)t, s.rank,
+                          hj__shape_problem(t, s));
   hlo_instr *c = hj__scalar_const(g, "hj_full", (hlo_type)t, v);
   return hj__tensor_of(g, c ? hj__expand(g, "hj_full", c, &hs) : NULL);
 }
@@ -498,8 +512,9 @@ hj_tensor_t hj_iota(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, int dim) {
   if (!g) return HJ_NONE;
   hlo_shape hs;
   if (!hj__shape_to_hlo(t, s, &hs) || dim < 0 || dim >= s.rank)
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_iota: invalid dtype %d, rank %d or dim %d",
-                          (int)t, s.rank, dim);
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "hj_iota: dtype %d, rank %d, dim %d: %s",
+                          (int)t, s.rank, dim, hj__shape_problem(t, s) ? hj__shape_problem(t, s)
+                                                                       : "dim out of range");
   hlo_instr *ins = hj__op_begin(g, "hj_iota", HLO_OP_IOTA, &hs, NULL, 0);
   if (ins) ins->index = dim;
   return hj__op_finish(g, "hj_iota", ins);

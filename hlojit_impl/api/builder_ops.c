@@ -28,10 +28,12 @@ hj_tensor_t hj_broadcast_in_dim(hj_tensor_t x, hj_shape_t s, const int64_t *dims
   if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
   hlo_shape hs;
   char b0[128];
-  if (!hlo_shape_is_array(&a->shape) || !hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs) ||
-      n != a->shape.rank || (n && !dims))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: %d dims (or NULL) for operand %s and rank %d",
-                          op, n, hlo_shape_str(&a->shape, b0, sizeof b0), s.rank);
+  const char *why = !hlo_shape_is_array(&a->shape) ? "a tuple operand"
+                    : hj__shape_problem((hj_dtype_t)a->shape.type, s);
+  if (why || !hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs) || n != a->shape.rank || (n && !dims))
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: %d dims (or NULL) for operand %s and rank %d%s%s",
+                          op, n, hlo_shape_str(&a->shape, b0, sizeof b0), s.rank, why ? ": " : "",
+                          why ? why : "");
   /* XLA's builder also lets size-1 operand dims stretch: reshape them away first. */
   int64_t keep[HLO_MAX_RANK], map[HLO_MAX_RANK];
   int nk = 0;
@@ -55,8 +57,10 @@ hj_tensor_t hj_broadcast_to(hj_tensor_t x, hj_shape_t s) {
   if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
   hlo_shape hs;
   char b0[128], b1[128];
-  if (!hlo_shape_is_array(&a->shape) || !hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: tuple operand or invalid rank %d", op, s.rank);
+  const char *why = !hlo_shape_is_array(&a->shape) ? "a tuple operand"
+                    : hj__shape_problem((hj_dtype_t)a->shape.type, s);
+  if (why || !hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs))
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: rank %d: %s", op, s.rank, why ? why : "bad shape");
   bool ok = a->shape.rank <= hs.rank;
   for (int i = 0; ok && i < a->shape.rank; i++) {
     int64_t d = a->shape.dims[i];
@@ -86,12 +90,13 @@ hj_tensor_t hj_reshape(hj_tensor_t x, hj_shape_t s) {
     else if (s.dims[i] < 0)
       return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: dim %d is %lld (one -1 allowed)", op, i,
                             (long long)s.dims[i]);
-    else known *= s.dims[i];
+    else if (!hlo_mul_ok(known, s.dims[i], &known) || known > HLO_MAX_NUMEL)
+      return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: cannot reshape %s to a shape of more than 2^53 "
+                            "elements", op, b0);
   }
   if (infer >= 0) s.dims[infer] = known ? n / known : 0;
-  hlo_shape hs;
-  hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs);
-  if (hlo_shape_numel(&hs) != n) {
+  hlo_shape hs = { 0 };
+  if (!hj__shape_to_hlo((hj_dtype_t)a->shape.type, s, &hs) || hlo_shape_numel(&hs) != n) {
     char b1[128];
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: cannot reshape %s (%lld elements) to %s", op, b0,
                           (long long)n, hlo_shape_str(&hs, b1, sizeof b1));
@@ -139,7 +144,13 @@ hj_tensor_t hj_slice(hj_tensor_t x, const int64_t *start, const int64_t *limit, 
 static bool bldo_with_starts(const char *op, hj_tensor_t x, const hj_tensor_t *extra, int nextra,
                              const hj_tensor_t *starts, hj_graph_t **g, hlo_instr ***ops, int *n) {
   hlo_instr *a;
-  if (!hj__operands(op, &x, 1, g, &a)) return false;
+  if (!hj__operands(op, &x, 1, g, &a)) {
+    /* x HJ_NONE: the update (dynamic-update-slice) still names the graph; the starts cannot
+       be looked at, their count is x's rank */
+    if (!*g && nextra > 0 && extra[0].graph && extra[0].id >= 0)
+      hj__graph_fail(*g = extra[0].graph, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
+    return false;
+  }
   if (!starts) return hj__graph_fail(*g, HJ_ERR_INVALID_ARG, "%s: starts is NULL", op), false;
   int r = hlo_shape_is_array(&a->shape) ? a->shape.rank : 0;
   hj_tensor_t ts[2 + HLO_MAX_RANK];
@@ -148,7 +159,8 @@ static bool bldo_with_starts(const char *op, hj_tensor_t x, const hj_tensor_t *e
   for (int i = 0; i < r; i++) ts[1 + nextra + i] = starts[i];
   *n = 1 + nextra + r;
   *ops = hlo_alloc((*g)->m, sizeof(hlo_instr *) * (size_t)*n);
-  return *ops && hj__operands(op, ts, *n, g, *ops);
+  if (!*ops) return hj__graph_fail(*g, HJ_ERR_OOM, "%s: out of memory", op), false;
+  return hj__operands(op, ts, *n, g, *ops);
 }
 
 hj_tensor_t hj_dynamic_slice(hj_tensor_t x, const hj_tensor_t *starts, const int64_t *sizes) {
@@ -225,9 +237,15 @@ hj_tensor_t hj_gather(hj_tensor_t operand, hj_tensor_t indices, const hj_gather_
 
 /* The binary computation of reducer |r| on |t| scalars, built once per top graph. pred
    sums and products are or/and (what they are on {0,1} with saturation at 1). */
-static hlo_comp *bldo_reducer(hj_graph_t *g, hj_reducer_t r, hlo_type t) {
+static hlo_comp *bldo_reducer(hj_graph_t *g, const char *op, hj_reducer_t r, hlo_type t) {
   hj_graph_t *top = g->top;
   if (top->reducers[r][t]) return top->reducers[r][t];
+  if ((r == HJ_RED_AND || r == HJ_RED_OR) && hlo_type_is_float(t)) {
+    /* caught here, naming the op, not at compile time in an internal computation */
+    hj__graph_fail(g, HJ_ERR_SHAPE, "%s: reducer %s is not defined on %s (pred and integers only)",
+                   op, r == HJ_RED_AND ? "HJ_RED_AND" : "HJ_RED_OR", hlo_type_name(t));
+    return NULL;
+  }
   static const hlo_opcode ops[HJ_RED_COUNT] = { HLO_OP_ADD, HLO_OP_MULTIPLY, HLO_OP_MAXIMUM,
                                                 HLO_OP_MINIMUM, HLO_OP_AND, HLO_OP_OR, HLO_OP_PARAMETER };
   static const char *names[HJ_RED_COUNT] = { "sum", "prod", "max", "min", "and", "or", "replace" };
@@ -240,12 +258,14 @@ static hlo_comp *bldo_reducer(hj_graph_t *g, hj_reducer_t r, hlo_type t) {
   hlo_shape s = hlo_shape_scalar(t);
   hlo_instr *p[2];
   for (int i = 0; c && i < 2; i++) {
-    if (!(p[i] = hlo_instr_new(c, HLO_OP_PARAMETER, NULL, &s, NULL, 0))) return NULL;
-    p[i]->index = i;
-    arrput(c->params, p[i]);
+    if (!(p[i] = hlo_instr_new(c, HLO_OP_PARAMETER, NULL, &s, NULL, 0))) c = NULL;
+    else p[i]->index = i, arrput(c->params, p[i]);
   }
   hlo_instr *root = !c ? NULL : r == HJ_RED_REPLACE ? p[1] : hlo_instr_new(c, opc, NULL, &s, p, 2);
-  if (!root) return NULL;
+  if (!root) {   /* the graph now has an error: a half-built computation never compiles */
+    hj__graph_fail(g, HJ_ERR_OOM, "%s: out of memory building the reducer", op);
+    return NULL;
+  }
   root->is_root = true;
   c->root = root;
   return top->reducers[r][t] = c;
@@ -295,7 +315,7 @@ hj_tensor_t hj_reduce(hj_tensor_t x, hj_reducer_t r, const int64_t *dims, int n)
   int64_t d[HLO_MAX_RANK];
   for (int i = 0; i < n; i++)
     d[i] = dims[i] < 0 ? dims[i] + a[0]->shape.rank : dims[i];
-  hlo_comp *c = bldo_reducer(g, r, a[0]->shape.type);
+  hlo_comp *c = bldo_reducer(g, op, r, a[0]->shape.type);
   if (!c || !(a[1] = bldo_identity(g, op, r, a[0]))) return bldo_poison(g);
   hlo_instr *ins = hj__op_begin(g, op, HLO_OP_REDUCE, NULL, a, 2);
   if (ins) {
@@ -323,7 +343,7 @@ hj_tensor_t hj_scatter(hj_tensor_t operand, hj_tensor_t indices, hj_tensor_t upd
       !bldo_ints(g, op, "scatter_dims_to_operand_dims", d->scatter_dims_to_operand_dims,
                  d->n_scatter_dims_to_operand_dims, &sd.scatter_dims_to_operand_dims))
     return bldo_poison(g);
-  hlo_comp *c = bldo_reducer(g, combine, a[0]->shape.type);
+  hlo_comp *c = bldo_reducer(g, op, combine, a[0]->shape.type);
   hlo_instr *ins = c ? hj__op_begin(g, op, HLO_OP_SCATTER, NULL, a, 3) : NULL;
   if (ins) {
     ins->scatter = sd;
@@ -456,7 +476,12 @@ static hj_tensor_t bldo_call_op(const char *op, hlo_opcode opc, hj_graph_t *g0, 
     hj_graph_t *tg = NULL;
     arrsetlen(x, n);
     if (!hj__operands(op, ts, n, &tg, x)) {
-      res = bldo_poison(tg ? tg : g);
+      /* Every operand HJ_NONE: hj__operands found no graph to tell. The graph is known
+         here (hj_tuple's |g|, or the family of the sub-graphs called): record it there,
+         or the poisoned result would carry no message. */
+      hj_graph_t *known = tg ? tg : g ? g : nsubs > 0 && subs[0] ? subs[0]->top : NULL;
+      if (!tg && known) res = hj__graph_fail(known, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
+      else res = bldo_poison(known);
       goto done;
     }
     if (g && tg != g) {
@@ -618,7 +643,7 @@ hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *windo
     if (window[i] < 1 || (strides && strides[i] < 1))
       return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: window size %lld / stride %lld of dim %d must be >= 1",
                             op, (long long)window[i], (long long)(strides ? strides[i] : 1), i);
-  hlo_comp *c = bldo_reducer(g, r, a[0]->shape.type);
+  hlo_comp *c = bldo_reducer(g, op, r, a[0]->shape.type);
   if (!c || !(a[1] = bldo_identity(g, op, r, a[0]))) return bldo_poison(g);
   hlo_instr *ins = hj__op_begin(g, op, HLO_OP_REDUCE_WINDOW, NULL, a, 2);
   if (ins) {

@@ -159,6 +159,10 @@ static bool cmp_dims(const char *op, hj_graph_t *g, hlo_instr *a, const int64_t 
     return true;
   }
   char b[128];
+  if (n < 0 || n > r) {   /* a count of dims that |dims| cannot hold (issue 14) */
+    hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: %d dims for %s", op, n, hlo_shape_str(&a->shape, b, sizeof b));
+    return false;
+  }
   for (int i = 0; i < n; i++) {
     int64_t d = dims[i] < 0 ? dims[i] + r : dims[i];
     if (d < 0 || d >= r || red[d]) {
@@ -231,6 +235,9 @@ hj_tensor_t hj_layer_norm(hj_tensor_t x, hj_tensor_t gamma, hj_tensor_t beta, do
   const char *op = "hj_layer_norm";
   hj_graph_t *g;
   hlo_instr *a = cmp_array(op, x, &g);
+  if (!a && !g && (gamma.graph || beta.graph))   /* x HJ_NONE: gamma or beta names the graph */
+    return hj__graph_fail(gamma.graph ? gamma.graph : beta.graph, HJ_ERR_INVALID_ARG,
+                          "%s: x is HJ_NONE or has no graph", op);
   if (!a || !cmp_float(op, g, a)) return cmp_poison(g);
   if (a->shape.rank < 1)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 (got a scalar)", op);
@@ -368,7 +375,7 @@ hj_tensor_t hj_split(hj_tensor_t x, int axis, const int64_t *sizes, int n) {
   if (ax < 0) return cmp_poison(g);
   int64_t sum = 0;
   bool neg = false;
-  for (int i = 0; i < n; i++) sum += sizes[i], neg = neg || sizes[i] < 0;
+  for (int i = 0; i < n && !neg; i++) neg = sizes[i] < 0 || !hlo_add_ok(sum, sizes[i], &sum);
   if (neg || sum != a->shape.dims[ax]) {
     char b[128];
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: sizes sum to %lld, %s has %lld along axis %d", op, (long long)sum,

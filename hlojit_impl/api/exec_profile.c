@@ -108,10 +108,14 @@ hj_status hj_exec_profile_text(const hj_exec_t *e, char **text) {
               *p->kernel ? " [" : "", p->kernel, *p->kernel ? "]" : "");
   }
   hj_exec_stats_t es;
-  if (hj_exec_stats(e, &es) == HJ_OK)
+  if (hj_exec_stats(e, &es) == HJ_OK) {
     sb_printf(&sb, "compile: %.2f ms (clone, passes, buffer assignment and thunks %.2f; LLVM IR %.2f; "
               "LLVM O3 %.2f; machine code %.2f)\n", es.compile_ms, es.passes_ms, es.emit_ms, es.optimize_ms,
               es.codegen_ms);
+    for (int i = 0; i < es.npass_times; i++)   /* pipeline order */
+      sb_printf(&sb, "  pass %-26s %9.2f ms %4d runs\n", es.pass_times[i].name, es.pass_times[i].ms,
+                es.pass_times[i].runs);
+  }
   free(v);
   size_t len = sb ? strlen(sb) : 0;
   char *s = malloc(len + 1);

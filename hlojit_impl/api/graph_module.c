@@ -95,19 +95,22 @@ static hlo_comp *gm_copy_comp(gm_copy *cp, const hlo_comp *c) {
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
     for (int k = 0; k < c->instrs[i]->ncalls; k++)
       if (!gm_copy_comp(cp, c->instrs[i]->calls[k])) goto fail;
-  if (!(dc = hlo_comp_new(cp->dst, c->name))) goto fail;
+  if (!(dc = hlo_comp_new(cp->dst, c->name))) goto oom;
   for (ptrdiff_t i = 0; i < arrlen(cp->src_comps); i++)
     if (cp->src_comps[i] == c) cp->dst_comps[i] = dc;
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    if (!gm_copy_instr(cp, dc, c->instrs[i])) goto fail;
+    if (!gm_copy_instr(cp, dc, c->instrs[i])) goto oom;
   if (c->root) {
     dc->root = cp->map[c->root->id];
     dc->root->is_root = true;
   }
   return dc;
+oom:   /* allocation faults are HJ_ERR_OOM, not a bug (test_api_faults.c) */
+  if (cp->st == HJ_OK)
+    cp->st = hj__err(cp->dst->ctx, HJ_ERR_OOM, "out of memory copying computation '%s'", c->name);
 fail:
   if (cp->st == HJ_OK)
-    cp->st = hj__err(cp->dst->ctx, HJ_ERR_INTERNAL, "cannot copy computation '%s' (out of memory or a call cycle)", c->name);
+    cp->st = hj__err(cp->dst->ctx, HJ_ERR_INTERNAL, "cannot copy computation '%s' (a call cycle)", c->name);
   return NULL;
 }
 

@@ -15,7 +15,8 @@
      fadd, then the bf16 rounding sequence (emitp_round), cached as (a, (i, j)).
 
    Integer semantics (XLA's evaluator): x/0 = -1 (signed) or all ones, INT_MIN/-1 = INT_MIN,
-   x%0 = x, INT_MIN%-1 = 0; shift amounts are unsigned, >= width gives 0 or the sign; no
+   x%0 = x, INT_MIN%-1 = 0; x^-n = 0 except 1^-n = 1 and (-1)^-n = +-1 (eval_elem.c);
+   shift amounts are unsigned, >= width gives 0 or the sign; no
    branches: divisors are made safe with selects. pred arithmetic follows the evaluator,
    which computes pred as 8-bit unsigned and stores x != 0 (add = or, multiply = and...). */
 #include "emit_internal.h"
@@ -262,9 +263,14 @@ static LLVMValueRef ele_int(emit_fn *f, hlo_opcode op, bool s, int n, LLVMValueR
     LLVMValueRef r = s ? LLVMBuildSRem(b, x, sy, "") : LLVMBuildURem(b, x, sy, "");
     return LLVMBuildSelect(b, y0, x, r, "");      /* INT_MIN%-1: x%1 = 0 */
   }
-  case HLO_OP_POWER: {
+  case HLO_OP_POWER: {   /* x^-n = 1/x^n: 0, except base -1 (+-1 by parity) and base 1 */
     LLVMValueRef p = ele_ipow(f, x, y, s ? n - 1 : n);
-    if (s) p = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, y, zero, ""), zero, p, "");
+    if (s) {
+      LLVMValueRef odd = LLVMBuildTrunc(b, y, f->em->t_i1, "");
+      LLVMValueRef neg1 = LLVMBuildSelect(b, odd, m1, one, "");
+      LLVMValueRef inv = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x, m1, ""), neg1, zero, "");
+      p = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, y, zero, ""), inv, p, "");
+    }
     LLVMValueRef trivial = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, x, one, ""),
                                        LLVMBuildICmp(b, LLVMIntEQ, y, zero, ""), "");
     return LLVMBuildSelect(b, trivial, one, p, "");

@@ -16,9 +16,12 @@
      reverse        operand d <- dims[d]-1-o[d] for reversed d
    Ops that may point outside an operand never load there: pad, concatenate and
    dynamic-update-slice compute the in-bounds index (clamped), load there, and select.
-   Example, pad f32[3] -> f32[8] with padding=1_2_1 (lo 1, hi 2, interior 1): o = 5:
-   t = o - lo = 4, t % 2 == 0 and t / 2 = 2 < 3, so the result is operand[2]; o = 4: t = 3
+   Example, pad f32[3] -> f32[8] with padding=1_2_1 (lo 1, hi 2, interior 1): operand
+   elements 0..2 land at 1, 3, 5 (hlo_pad_range: i0 = 0, i1 = 3, first = 1, step 2); o = 5:
+   t = o - first = 4, t % 2 == 0 and t / 2 = 2, so the result is operand[2]; o = 4: t = 3
    is odd, so the pad value (operand[1] is loaded at the clamped index and discarded).
+   Positions are taken relative to the first element that lands, not to lo, so that
+   lo = -INT64_MAX or interior = INT64_MAX never overflow an i64.
    dynamic-slice and gather clamp their starts to [0, dim - size] (XLA), so they never
    read out of bounds either.
 
@@ -142,7 +145,9 @@ static LLVMValueRef eli_slice(emit_fn *f, const hlo_instr *ins, const emit_index
   emit_index j = { .rank = n };
   for (int i = 0; i < n; i++) {
     int64_t a = ins->slice_start.v[i], s = ins->slice_stride.n ? ins->slice_stride.v[i] : 1;
-    LLVMValueRef v = s == 1 ? idx->v[i] : LLVMBuildNSWMul(b, idx->v[i], emit_i64(f, s), "");
+    /* one result along i: its index is 0 whatever the stride (which may be INT64_MAX) */
+    LLVMValueRef v = s == 1 ? idx->v[i] : ins->shape.dims[i] <= 1 ? emit_i64(f, 0)
+                                        : LLVMBuildNSWMul(b, idx->v[i], emit_i64(f, s), "");
     j.v[i] = a ? LLVMBuildNSWAdd(b, v, emit_i64(f, a), "") : v;
   }
   return emit_elemental(f, ins->operands[0], &j);
@@ -179,16 +184,21 @@ static LLVMValueRef eli_pad(emit_fn *f, const hlo_instr *ins, const emit_index *
   LLVMValueRef in = LLVMConstInt(f->em->t_i1, 1, 0);
   emit_index j = { .rank = n };
   for (int d = 0; d < n; d++) {
-    int64_t lo = ins->pad_lo.v[d], step = (ins->pad_interior.n ? ins->pad_interior.v[d] : 0) + 1;
-    LLVMValueRef t = LLVMBuildNSWSub(b, idx->v[d], emit_i64(f, lo), "");
-    LLVMValueRef tc = eli_clamp(f, t, 0, (os->dims[d] - 1) * step);
+    /* Operand elements [i0, i1) land at first, first + step, ...: t = o - first and
+       q = t / step are small, whatever lo is (o - lo itself need not fit in i64). */
+    int64_t dim = os->dims[d], interior = ins->pad_interior.n ? ins->pad_interior.v[d] : 0;
+    int64_t step = hlo_pad_step(dim, interior), i0, i1, first;
+    hlo_pad_range(dim, ins->pad_lo.v[d], step, ins->shape.dims[d], &i0, &i1, &first);
+    if (i1 == i0) return padv;   /* no operand element lands in this dim */
+    LLVMValueRef t = LLVMBuildNSWSub(b, idx->v[d], emit_i64(f, first), "");
+    LLVMValueRef tc = eli_clamp(f, t, 0, (i1 - i0 - 1) * step);
     LLVMValueRef q = step == 1 ? tc : LLVMBuildUDiv(b, tc, emit_i64(f, step), "");
-    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntEQ, t, tc, "");   /* inside [0, (dim-1)*step] */
+    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntEQ, t, tc, "");   /* inside [0, (i1-i0-1)*step] */
     if (step > 1)
       ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildURem(b, tc, emit_i64(f, step), ""),
                                              emit_i64(f, 0), ""), "");
     in = LLVMBuildAnd(b, in, ok, "");
-    j.v[d] = q;
+    j.v[d] = i0 ? LLVMBuildNSWAdd(b, q, emit_i64(f, i0), "") : q;
   }
   return LLVMBuildSelect(b, in, emit_elemental(f, o, &j), padv, "");
 }

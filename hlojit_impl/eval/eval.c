@@ -15,14 +15,13 @@
    Elementwise ops write in place into an operand at its last use when types and sizes
    match, so a chain like exp(x - m) allocates once.
 
-   Here: parameter constant tuple get-tuple-element call fusion map while conditional
-   opt-barrier copy and every elementwise op (through eval_elem.c); everything else goes to
-   hlo_eval_structural (eval_ops.c).
+   Here: parameter constant tuple get-tuple-element call fusion while conditional
+   opt-barrier copy and every elementwise op (through eval_elem.c); map and the scalar
+   programs that reducers and comparators usually are: eval_sprog.c; everything else goes
+   to hlo_eval_structural (eval_ops.c).
 
-   Scalar programs: a computation whose instructions are all rank-0 parameters, constants
-   and elementwise ops (the usual reducer, comparator or map body) is run by ev_vprog
-   directly on element storage: for one call (hlo_eval_scalar_call) without allocating per
-   instruction, and for map over all lanes at once, one kernel call per instruction. */
+   Calls (call, fusion, conditional, while) run on an explicit stack of tasks, not on the
+   C stack (see "the walker" below): the depth of nested calls is bounded by memory only. */
 #include "eval_internal.h"
 #include <stdlib.h>
 
@@ -42,9 +41,6 @@ typedef struct ev_frame {
   ev_idpos *hm;                       /* ... or a hash map when ids are sparse */
 } ev_frame;
 
-static hj_status ev_eval(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args,
-                         int nargs, hlo_literal **out);
-
 static int ev_pos(const ev_frame *f, const hlo_instr *ins) {
   if (f->dense) {
     int k = ins->id - f->lo;
@@ -56,12 +52,12 @@ static int ev_pos(const ev_frame *f, const hlo_instr *ins) {
 }
 
 static void ev_frame_free(ev_frame *f) {
-  for (int i = 0; f->val && i < f->n; i++)
+  for (int i = 0; f->val && f->own && i < f->n; i++)
     if (f->own[i]) hlo_literal_free(f->val[i]);
-  free(f->val);
-  free(f->own);
-  free(f->last);
-  free(f->dense);
+  hj__free(f->ctx, f->val);
+  hj__free(f->ctx, f->own);
+  hj__free(f->ctx, f->last);
+  hj__free(f->ctx, f->dense);
   hmfree(f->hm);
 }
 
@@ -77,14 +73,14 @@ static hj_status ev_frame_init(ev_frame *f, hj_ctx_t *ctx, const hlo_comp *c) {
     if (i == 0 || id < lo) lo = id;
     if (i == 0 || id > hi) hi = id;
   }
-  f->val = calloc((size_t)n + 1, sizeof *f->val);
-  f->own = calloc((size_t)n + 1, sizeof *f->own);
-  f->last = malloc(((size_t)n + 1) * sizeof *f->last);
+  f->val = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->val, true);
+  f->own = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->own, true);
+  f->last = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *f->last, false);
   if (!f->val || !f->own || !f->last) goto oom;
   f->lo = lo;
   f->span = hi - lo + 1;
   if (f->span <= 4 * n + 64) {
-    if (!(f->dense = malloc((size_t)(f->span > 0 ? f->span : 1) * sizeof(int)))) goto oom;
+    if (!(f->dense = hlo_ev_alloc(ctx, (size_t)(f->span > 0 ? f->span : 1), sizeof(int), false))) goto oom;
     for (int k = 0; k < f->span; k++) f->dense[k] = -1;
     for (int i = 0; i < n; i++) f->dense[c->instrs[i]->id - lo] = i;
   } else {
@@ -179,175 +175,6 @@ static hj_status ev_check_args(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *co
   return HJ_OK;
 }
 
-/* ---- scalar programs ------------------------------------------------------------------------ */
-
-#define EV_SPROG_MAX 64
-
-static bool ev_is_scalar(const hlo_shape *s) { return hlo_shape_is_array(s) && s->rank == 0; }
-
-/* |c| is a scalar program: rank-0 parameters, constants and elementwise ops only, the root
-   possibly a tuple of them. */
-static bool ev_is_sprog(const hlo_comp *c) {
-  int m = (int)arrlen(c->instrs);
-  if (m > EV_SPROG_MAX || !c->root) return false;
-  for (ptrdiff_t i = 0; i < arrlen(c->params); i++)
-    if (!c->params[i]) return false;
-  for (int j = 0; j < m; j++) {
-    const hlo_instr *ins = c->instrs[j];
-    hlo_elem_op e;
-    if (ins->op == HLO_OP_TUPLE) {
-      if (ins != c->root || ins->noperands > EV_SPROG_MAX) return false;
-      for (int k = 0; k < ins->noperands; k++)
-        if (!ev_is_scalar(&ins->operands[k]->shape)) return false;
-      continue;
-    }
-    if (!ev_is_scalar(&ins->shape)) return false;
-    if (ins->op == HLO_OP_PARAMETER) continue;
-    if (ins->op == HLO_OP_CONSTANT) {
-      if (!ins->literal || ins->literal->shape.type != ins->shape.type ||
-          ins->literal->nbytes != hlo_type_size(ins->shape.type))
-        return false;
-      continue;
-    }
-    if (!hlo_elem_op_of(ins, &e) || hlo_elem_unsupported(&e)) return false;
-    for (int k = 0; k < ins->noperands; k++)
-      if (!ev_is_scalar(&ins->operands[k]->shape)) return false;
-  }
-  return true;
-}
-
-/* Position of |op| among the instructions of |c| before |j| (usually right before). */
-static int ev_find(const hlo_comp *c, int j, const hlo_instr *op) {
-  for (int q = j - 1; q >= 0; q--)
-    if (c->instrs[q] == op) return q;
-  return -1;
-}
-
-static void ev_lanes_out(const void *src, bool bc, int sz, void *dst, int64_t n) {
-  if (!bc) {
-    memcpy(dst, src, (size_t)(n * sz));
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) memcpy((char *)dst + i * sz, src, (size_t)sz);
-}
-
-/* Runs scalar program |c| over |n| lanes. Parameter k's lanes are in[k] (bin[k]: one value
-   for all lanes; bin may be NULL). The root's lanes (each element of a root tuple) go to
-   outs[]. With n == 1 nothing is allocated. */
-static hj_status ev_vprog(hj_ctx_t *ctx, const hlo_comp *c, const void *const *in,
-                          const bool *bin, int nin, void *const *outs, int64_t n) {
-  int m = (int)arrlen(c->instrs);
-  const void *ptr[EV_SPROG_MAX];
-  bool bc[EV_SPROG_MAX];
-  void *heap[EV_SPROG_MAX] = { 0 };
-  uint64_t slot[EV_SPROG_MAX];
-  int last[EV_SPROG_MAX], opos[EV_SPROG_MAX][3];
-  hj_status st = HJ_OK;
-  /* Operand positions and last uses; the root (and a root tuple's elements) live on. */
-  for (int j = 0; j < m; j++) last[j] = -1;
-  for (int j = 0; j < m; j++) {
-    const hlo_instr *ins = c->instrs[j];
-    for (int k = 0; k < ins->noperands && ins->op != HLO_OP_TUPLE; k++) {
-      int p = opos[j][k] = ev_find(c, j, ins->operands[k]);
-      if (p < 0 || k >= 3)
-        return hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: operand %d of '%s' in '%s' is not "
-                       "defined before it", k, ins->name, c->name);
-      last[p] = j;
-    }
-  }
-  const hlo_instr *r = c->root;
-  int nr = r->op == HLO_OP_TUPLE ? r->noperands : 1, rpos[EV_SPROG_MAX];
-  for (int k = 0; k < nr; k++) {
-    rpos[k] = ev_find(c, m, r->op == HLO_OP_TUPLE ? r->operands[k] : r);
-    if (rpos[k] < 0) return hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: bad root in '%s'", c->name);
-    last[rpos[k]] = m;
-  }
-  for (int j = 0; j < m; j++) {
-    const hlo_instr *ins = c->instrs[j];
-    if (ins->op == HLO_OP_PARAMETER) {
-      if (ins->index < 0 || ins->index >= nin) {
-        st = hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: parameter %lld of '%s' out of range",
-                     (long long)ins->index, c->name);
-        goto done;
-      }
-      ptr[j] = in[ins->index];
-      bc[j] = n == 1 || (bin && bin[ins->index]);
-      continue;
-    }
-    if (ins->op == HLO_OP_CONSTANT) {
-      ptr[j] = ins->literal->data;
-      bc[j] = true;
-      continue;
-    }
-    if (ins->op == HLO_OP_TUPLE) continue;
-    hlo_elem_op e;
-    hlo_elem_op_of(ins, &e);
-    const void *ip[3];
-    bool ib[3], all = true;
-    for (int k = 0; k < ins->noperands; k++) {
-      ip[k] = ptr[opos[j][k]];
-      ib[k] = bc[opos[j][k]];
-      all &= ib[k];
-    }
-    int64_t lanes = all ? 1 : n;
-    void *dst = slot + j;
-    if (lanes > 1 && !(dst = heap[j] = malloc((size_t)(lanes * hlo_type_size(e.out))))) {
-      st = hj__err(ctx, HJ_ERR_OOM, "eval: out of memory in map over %lld elements",
-                   (long long)n);
-      goto done;
-    }
-    hlo_elem_run(&e, ip, ib, dst, lanes);
-    ptr[j] = dst;
-    bc[j] = all;
-    for (int k = 0; k < ins->noperands; k++) {  /* buffers whose last use was this op */
-      int p = opos[j][k];
-      if (heap[p] && last[p] == j) {
-        free(heap[p]);
-        heap[p] = NULL;
-      }
-    }
-  }
-  for (int k = 0; k < nr; k++) {
-    int p = rpos[k];
-    ev_lanes_out(ptr[p], bc[p], hlo_type_size(c->instrs[p]->shape.type), outs[k], n);
-  }
-done:
-  for (int j = 0; j < m; j++) free(heap[j]);
-  return st;
-}
-
-/* Types and element counts of |args| fit scalar program |c|. */
-static bool ev_sprog_args_fit(const hlo_comp *c, hlo_literal *const *args, int n) {
-  if (n != (int)arrlen(c->params)) return false;
-  for (int k = 0; k < n; k++)
-    if (!args[k] || !hlo_shape_is_array(&args[k]->shape) ||
-        args[k]->shape.type != c->params[k]->shape.type ||
-        args[k]->nbytes != hlo_type_size(args[k]->shape.type))
-      return false;
-  return true;
-}
-
-hj_status hlo_eval_scalar_call(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args,
-                               int n, hlo_literal **out) {
-  *out = NULL;
-  if (!ev_is_sprog(c) || !ev_sprog_args_fit(c, args, n) || n > EV_SPROG_MAX)
-    return ev_eval(ctx, c, args, n, out);
-  const void *in[EV_SPROG_MAX];
-  void *outs[EV_SPROG_MAX];
-  for (int k = 0; k < n; k++) in[k] = args[k]->data;
-  hlo_literal *res = hlo_literal_new(ctx, &c->root->shape);
-  if (!res) return HJ_ERR_OOM;
-  if (res->shape.type == HLO_TUPLE) {
-    for (int k = 0; k < res->nelems; k++) outs[k] = res->elems[k]->data;
-  } else {
-    outs[0] = res->data;
-  }
-  hj_status st = ev_vprog(ctx, c, in, NULL, n, outs, 1);
-  if (st) hlo_literal_free(res);
-  else *out = res;
-  return st;
-}
-
 /* ---- the ops handled here ------------------------------------------------------------------ */
 
 static hj_status ev_op_err(hj_ctx_t *ctx, hj_status code, const hlo_instr *ins, const char *why) {
@@ -422,7 +249,7 @@ static hj_status ev_bitcast_convert(hj_ctx_t *ctx, const hlo_instr *ins, const h
 static hj_status ev_tuple(ev_frame *f, int j, hlo_literal **out) {
   const hlo_instr *ins = f->c->instrs[j];
   hlo_literal *small[16], **el = ins->noperands <= 16 ? small
-                                   : calloc((size_t)ins->noperands, sizeof *el);
+                                   : hlo_ev_alloc(f->ctx, (size_t)ins->noperands, sizeof *el, true);
   if (!el) return hj__err(f->ctx, HJ_ERR_OOM, "eval: out of memory in tuple");
   hj_status st = HJ_OK;
   int k = 0;
@@ -434,7 +261,7 @@ static hj_status ev_tuple(ev_frame *f, int j, hlo_literal **out) {
   } else if (!(*out = hlo_literal_tuple(f->ctx, el, ins->noperands))) {
     st = HJ_ERR_OOM;
   }
-  if (el != small) free(el);
+  if (el != small) hj__free(f->ctx, el);
   return st;
 }
 
@@ -451,37 +278,10 @@ static hj_status ev_gte(ev_frame *f, int j, hlo_literal **out, bool *own) {
   return HJ_OK;
 }
 
-static hj_status ev_while(ev_frame *f, int j, hlo_literal **out) {
-  const hlo_instr *ins = f->c->instrs[j];
-  if (ins->ncalls != 2 || ins->noperands != 1)
-    return ev_op_err(f->ctx, HJ_ERR_INVALID_ARG, ins, "needs one operand, a condition and a body");
-  hlo_literal *state = ev_take(f, j, 0);
-  if (!state) return HJ_ERR_OOM;
-  hj_status st = HJ_OK;
-  for (;;) {
-    hlo_literal *p = NULL, *next = NULL;
-    if ((st = ev_eval(f->ctx, ins->calls[0], &state, 1, &p))) break;
-    bool go = p->shape.type == HLO_PRED && p->nbytes == 1 && p->data[0];
-    bool bad = p->shape.type != HLO_PRED || p->nbytes != 1;
-    hlo_literal_free(p);
-    if (bad) {
-      st = ev_op_err(f->ctx, HJ_ERR_SHAPE, ins, "condition must return pred[]");
-      break;
-    }
-    if (!go) break;
-    if ((st = ev_eval(f->ctx, ins->calls[1], &state, 1, &next))) break;
-    hlo_literal_free(state);
-    state = next;
-  }
-  if (st) hlo_literal_free(state);
-  else *out = state;
-  return st;
-}
-
 /* conditional: a pred selects branch 0 (true) or 1 (false); an integer index selects its
    branch, out-of-range indices the last one. Branch k gets operand k + 1. */
-static hj_status ev_conditional(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
-                                hlo_literal **out) {
+static hj_status ev_branch(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
+                           int *branch) {
   int nb = ins->ncalls;
   if (nb < 1 || ins->noperands != nb + 1)
     return ev_op_err(ctx, HJ_ERR_INVALID_ARG, ins, "needs one operand per branch plus the selector");
@@ -497,70 +297,104 @@ static hj_status ev_conditional(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal
     b = hlo_load_s64(s->shape.type, s->data, 0);
     if (b < 0 || b >= nb) b = nb - 1;
   }
-  return ev_eval(ctx, ins->calls[b], &ops[b + 1], 1, out);
+  *branch = (int)b;
+  return HJ_OK;
 }
 
-/* map: the computation applied per element; scalar programs run over all lanes at once. */
-static hj_status ev_map(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
-                        hlo_literal **out) {
-  if (ins->ncalls != 1 || !hlo_shape_is_array(&ins->shape) || ins->noperands > EV_SPROG_MAX)
-    return ev_op_err(ctx, HJ_ERR_INVALID_ARG, ins, "needs one computation and an array result");
-  const hlo_comp *c = ins->calls[0];
-  int64_t n = hlo_shape_numel(&ins->shape);
-  int no = ins->noperands;
-  if (no != (int)arrlen(c->params))
-    return ev_op_err(ctx, HJ_ERR_INVALID_ARG, ins, "operand count differs from the computation's");
-  for (int k = 0; k < no; k++)
-    if (!hlo_shape_is_array(&ops[k]->shape) || hlo_shape_numel(&ops[k]->shape) != n ||
-        !c->params[k] || ops[k]->shape.type != c->params[k]->shape.type)
-      return ev_op_err(ctx, HJ_ERR_SHAPE, ins, "operands must match the result's size and "
-                       "the computation's parameter types");
-  hlo_literal *res = hlo_literal_new(ctx, &ins->shape);
-  if (!res) return HJ_ERR_OOM;
-  hj_status st = HJ_OK;
-  if (ev_is_sprog(c) && c->root->op != HLO_OP_TUPLE && c->root->shape.type == ins->shape.type) {
-    const void *in[EV_SPROG_MAX];
-    void *outs[1] = { res->data };
-    for (int k = 0; k < no; k++) in[k] = ops[k]->data;
-    st = ev_vprog(ctx, c, in, NULL, no, outs, n);
-  } else {
-    hlo_literal *args[EV_SPROG_MAX] = { 0 };
-    int osz = hlo_type_size(ins->shape.type);
-    for (int k = 0; k < no && !st; k++) {
-      hlo_shape s = hlo_shape_scalar(ops[k]->shape.type);
-      if (!(args[k] = hlo_literal_new(ctx, &s))) st = HJ_ERR_OOM;
-    }
-    for (int64_t i = 0; i < n && !st; i++) {
-      hlo_literal *r = NULL;
-      for (int k = 0; k < no; k++)
-        memcpy(args[k]->data, ops[k]->data + i * args[k]->nbytes, (size_t)args[k]->nbytes);
-      if ((st = hlo_eval_scalar_call(ctx, c, args, no, &r))) break;
-      if (r->shape.type != ins->shape.type || r->nbytes != osz)
-        st = ev_op_err(ctx, HJ_ERR_SHAPE, ins, "computation must return a scalar of the result type");
-      else
-        memcpy(res->data + i * osz, r->data, (size_t)osz);
-      hlo_literal_free(r);
-    }
-    for (int k = 0; k < no; k++) hlo_literal_free(args[k]);
+/* ---- the walker ------------------------------------------------------------------------------
+
+   Calls do not recurse on the C stack: a computation being run is a task (its frame and the
+   position of the next instruction) on an explicit stack of heap-allocated tasks, so a chain
+   of 10,000 nested calls needs 10,000 small heap blocks, not 10,000 C frames. call, fusion,
+   conditional and while push a task for their callee and resume when it returns its root:
+     call/fusion, conditional   the callee's result is the instruction's value;
+     while                      phase 1 runs the condition on the state (pred[]: go on?),
+                                phase 2 the body, whose result becomes the next state.
+   Only the computations that ops apply per element (reduce, reduce-window, scatter, sort,
+   map bodies that are not scalar programs) still nest natively, one level per applied
+   computation inside an applied computation; that depth is bounded (EV_MAX_NESTING) with
+   a clear error, and real programs stay at one or two. */
+
+#define EV_MAX_NESTING 64
+static _Thread_local int ev_nesting;
+
+typedef struct ev_task {
+  struct ev_task *up;                 /* the caller, waiting at its position |j| */
+  ev_frame f;
+  hlo_literal *const *args;
+  int nargs;
+  int j;                              /* next position to run */
+  hlo_literal **callargs;             /* the callee's arguments (values of this frame) */
+  hlo_literal *state;                 /* while: the loop state, owned */
+  int phase;                          /* while: 1 condition, 2 body */
+} ev_task;
+
+static void ev_task_free(hj_ctx_t *ctx, ev_task *t) {
+  ev_frame_free(&t->f);
+  hj__free(ctx, t->callargs);
+  hlo_literal_free(t->state);
+  hj__free(ctx, t);
+}
+
+/* A task running |c| on |args| (borrowed: they outlive it), on top of |up|. */
+static hj_status ev_task_new(hj_ctx_t *ctx, ev_task *up, const hlo_comp *c,
+                             hlo_literal *const *args, int nargs, ev_task **out) {
+  *out = NULL;
+  hj_status st = ev_check_args(ctx, c, args, nargs);
+  if (st) return st;
+  ev_task *t = hlo_ev_alloc(ctx, 1, sizeof *t, true);
+  if (!t) return hj__err(ctx, HJ_ERR_OOM, "eval: out of memory for computation '%s'", c->name);
+  t->up = up;
+  t->args = args;
+  t->nargs = nargs;
+  if ((st = ev_frame_init(&t->f, ctx, c))) {
+    ev_task_free(ctx, t);
+    return st;
   }
-  if (st) hlo_literal_free(res);
-  else *out = res;
-  return st;
+  *out = t;
+  return HJ_OK;
 }
 
-/* ---- the walker ------------------------------------------------------------------------------ */
+/* The operand values of instruction |j|, into |ops| (at least ins->noperands entries). */
+static hj_status ev_operands(ev_frame *f, int j, hlo_literal **ops) {
+  const hlo_instr *ins = f->c->instrs[j];
+  for (int k = 0; k < ins->noperands; k++)
+    if (!(ops[k] = f->val[ev_pos(f, ins->operands[k])]))
+      return ev_op_err(f->ctx, HJ_ERR_INTERNAL, ins, "operand value missing");
+  return HJ_OK;
+}
 
-/* Evaluates instruction |j| of the frame into f->val[j], then frees the operands whose last
-   use this was. */
+/* Stores |res| (|own|: the frame owns it) as the value of |j|, then frees the operands whose
+   last use this was. On a shape mismatch (a bug) |res| is freed when owned. */
+static hj_status ev_store(ev_frame *f, int j, hlo_literal *res, bool own) {
+  const hlo_instr *ins = f->c->instrs[j];
+  if (!res || !ev_same_dims(&res->shape, &ins->shape)) {
+    char b[256];
+    hj_status st = ev_op_err(f->ctx, HJ_ERR_INTERNAL, ins,
+                             res ? hlo_shape_str(&res->shape, b, sizeof b) : "no result");
+    if (res && own) hlo_literal_free(res);
+    return st;
+  }
+  f->val[j] = res;
+  f->own[j] = own;
+  for (int k = 0; k < ins->noperands; k++) {
+    int p = ev_pos(f, ins->operands[k]);
+    if (f->last[p] == j && f->own[p]) {
+      hlo_literal_free(f->val[p]);
+      f->val[p] = NULL;
+      f->own[p] = false;
+    }
+  }
+  return HJ_OK;
+}
+
+/* Evaluates instruction |j| (not one that calls: call fusion conditional while). */
 static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int nargs) {
   const hlo_instr *ins = f->c->instrs[j];
   hlo_literal *small[16], **ops = small;
-  if (ins->noperands > 16 && !(ops = malloc(sizeof *ops * (size_t)ins->noperands)))
+  if (ins->noperands > 16 && !(ops = hlo_ev_alloc(f->ctx, (size_t)ins->noperands, sizeof *ops, false)))
     return hj__err(f->ctx, HJ_ERR_OOM, "eval: out of memory");
-  hj_status st = HJ_OK;
-  for (int k = 0; k < ins->noperands; k++)
-    if (!(ops[k] = f->val[ev_pos(f, ins->operands[k])]))
-      st = ev_op_err(f->ctx, HJ_ERR_INTERNAL, ins, "operand value missing");
+  hj_status st = ev_operands(f, j, ops);
   hlo_literal *res = NULL;
   bool own = true;
   if (st) goto done;
@@ -579,13 +413,7 @@ static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int narg
     break;
   case HLO_OP_TUPLE: st = ev_tuple(f, j, &res); break;
   case HLO_OP_GET_TUPLE_ELEMENT: st = ev_gte(f, j, &res, &own); break;
-  case HLO_OP_CALL: case HLO_OP_FUSION:
-    if (ins->ncalls != 1) st = ev_op_err(f->ctx, HJ_ERR_INVALID_ARG, ins, "needs one computation");
-    else st = ev_eval(f->ctx, ins->calls[0], ops, ins->noperands, &res);
-    break;
-  case HLO_OP_MAP: st = ev_map(f->ctx, ins, ops, &res); break;
-  case HLO_OP_WHILE: st = ev_while(f, j, &res); break;
-  case HLO_OP_CONDITIONAL: st = ev_conditional(f->ctx, ins, ops, &res); break;
+  case HLO_OP_MAP: st = hlo_eval_map(f->ctx, ins, ops, &res); break;
   case HLO_OP_OPT_BARRIER:
     if (!(res = ev_take(f, j, 0))) st = HJ_ERR_OOM;
     break;
@@ -612,49 +440,132 @@ static hj_status ev_instr(ev_frame *f, int j, hlo_literal *const *args, int narg
     break;
   }
   }
-  if (!st && (!res || !ev_same_dims(&res->shape, &ins->shape))) {
-    char b[256];
-    st = ev_op_err(f->ctx, HJ_ERR_INTERNAL, ins, res ? hlo_shape_str(&res->shape, b, sizeof b)
-                                                     : "no result");
-    if (res && own) hlo_literal_free(res);
-  }
-  if (st) goto done;
-  f->val[j] = res;
-  f->own[j] = own;
-  for (int k = 0; k < ins->noperands; k++) {
-    int p = ev_pos(f, ins->operands[k]);
-    if (f->last[p] == j && f->own[p]) {
-      hlo_literal_free(f->val[p]);
-      f->val[p] = NULL;
-      f->own[p] = false;
-    }
-  }
+  if (!st) st = ev_store(f, j, res, own);
 done:
-  if (ops != small) free(ops);
+  if (ops != small) hj__free(f->ctx, ops);
+  return st;
+}
+
+/* Starts the call at position t->j: pushes the callee's task in *next (NULL: nothing to
+   call, the instruction is done). */
+static hj_status ev_call_begin(hj_ctx_t *ctx, ev_task *t, ev_task **next) {
+  ev_frame *f = &t->f;
+  const hlo_instr *ins = f->c->instrs[t->j];
+  *next = NULL;
+  int n = ins->noperands;
+  if (!(t->callargs = hlo_ev_alloc(ctx, (size_t)n + 1, sizeof *t->callargs, true)))
+    return hj__err(ctx, HJ_ERR_OOM, "eval: out of memory");
+  hj_status st = ev_operands(f, t->j, t->callargs);
+  if (st) return st;
+  switch (ins->op) {
+  case HLO_OP_WHILE:
+    if (ins->ncalls != 2 || n != 1)
+      return ev_op_err(ctx, HJ_ERR_INVALID_ARG, ins, "needs one operand, a condition and a body");
+    if (!(t->state = ev_take(f, t->j, 0))) return HJ_ERR_OOM;
+    t->phase = 1;
+    return ev_task_new(ctx, t, ins->calls[0], &t->state, 1, next);
+  case HLO_OP_CONDITIONAL: {
+    int b = 0;
+    if ((st = ev_branch(ctx, ins, t->callargs, &b))) return st;
+    return ev_task_new(ctx, t, ins->calls[b], &t->callargs[b + 1], 1, next);
+  }
+  default:   /* call, fusion */
+    if (ins->ncalls != 1) return ev_op_err(ctx, HJ_ERR_INVALID_ARG, ins, "needs one computation");
+    return ev_task_new(ctx, t, ins->calls[0], t->callargs, n, next);
+  }
+}
+
+/* The callee of t's call at t->j returned |res| (owned; taken over here). Either the call
+   goes on with another callee (while: *next pushed) or its value is stored and t moves on. */
+static hj_status ev_call_end(hj_ctx_t *ctx, ev_task *t, hlo_literal *res, ev_task **next) {
+  ev_frame *f = &t->f;
+  const hlo_instr *ins = f->c->instrs[t->j];
+  hj_status st = HJ_OK;
+  *next = NULL;
+  if (ins->op == HLO_OP_WHILE && t->phase == 1) {
+    bool bad = res->shape.type != HLO_PRED || res->nbytes != 1;
+    bool go = !bad && res->data[0];
+    hlo_literal_free(res);
+    if (bad) return ev_op_err(ctx, HJ_ERR_SHAPE, ins, "condition must return pred[]");
+    if (go) {
+      t->phase = 2;
+      return ev_task_new(ctx, t, ins->calls[1], &t->state, 1, next);
+    }
+    res = t->state;           /* the loop is done: the state is its value */
+    t->state = NULL;
+  } else if (ins->op == HLO_OP_WHILE) {
+    hlo_literal_free(t->state);
+    t->state = res;
+    t->phase = 1;
+    return ev_task_new(ctx, t, ins->calls[0], &t->state, 1, next);
+  }
+  hj__free(ctx, t->callargs);
+  t->callargs = NULL;
+  t->phase = 0;
+  st = ev_store(f, t->j, res, true);
+  t->j++;
+  return st;
+}
+
+/* The root value of finished task |t|, owned (stolen from the frame or cloned). */
+static hlo_literal *ev_result(hj_ctx_t *ctx, ev_task *t) {
+  int r = ev_pos(&t->f, t->f.c->root);
+  if (!t->f.own[r]) return hlo_literal_clone(ctx, t->f.val[r]);
+  hlo_literal *l = t->f.val[r];
+  t->f.val[r] = NULL;
+  t->f.own[r] = false;
+  return l;
+}
+
+static bool ev_calls(hlo_opcode op) {
+  return op == HLO_OP_CALL || op == HLO_OP_FUSION || op == HLO_OP_CONDITIONAL || op == HLO_OP_WHILE;
+}
+
+static hj_status ev_run(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int nargs,
+                        hlo_literal **out) {
+  ev_task *t = NULL, *next;
+  hj_status st = ev_task_new(ctx, NULL, c, args, nargs, &t);
+  while (!st && t) {
+    ev_frame *f = &t->f;
+    if (t->j == f->n) {                       /* finished: hand the root to the caller */
+      hlo_literal *res = ev_result(ctx, t);
+      ev_task *up = t->up;
+      ev_task_free(ctx, t);
+      t = up;
+      if (!res) st = hj__err(ctx, HJ_ERR_OOM, "eval: out of memory copying a result");
+      else if (!t) *out = res;
+      else if (!(st = ev_call_end(ctx, t, res, &next)) && next) t = next;
+      continue;
+    }
+    if (f->last[t->j] < 0) {                  /* not reachable from the root */
+      t->j++;
+      continue;
+    }
+    if (!ev_calls(f->c->instrs[t->j]->op)) {
+      if (!(st = ev_instr(f, t->j, t->args, t->nargs))) t->j++;
+      continue;
+    }
+    if ((st = ev_call_begin(ctx, t, &next))) break;
+    t = next;
+  }
+  while (t) {                                 /* on error: every task still open */
+    ev_task *up = t->up;
+    ev_task_free(ctx, t);
+    t = up;
+  }
   return st;
 }
 
 static hj_status ev_eval(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args,
                          int nargs, hlo_literal **out) {
   *out = NULL;
-  hj_status st = ev_check_args(ctx, c, args, nargs);
-  if (st) return st;
-  ev_frame f;
-  if (!(st = ev_frame_init(&f, ctx, c))) {
-    for (int j = 0; j < f.n && !st; j++)
-      if (f.last[j] >= 0) st = ev_instr(&f, j, args, nargs);
-  }
-  if (!st) {
-    int r = ev_pos(&f, c->root);
-    if (f.own[r]) {
-      *out = f.val[r];
-      f.val[r] = NULL;
-      f.own[r] = false;
-    } else if (!(*out = hlo_literal_clone(ctx, f.val[r]))) {
-      st = HJ_ERR_OOM;
-    }
-  }
-  ev_frame_free(&f);
+  if (ev_nesting >= EV_MAX_NESTING)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "eval: computation '%s' is applied inside more "
+                   "than %d levels of computations applied per element (reduce, sort, scatter, "
+                   "map, reduce-window reducers)", c->name, EV_MAX_NESTING);
+  ev_nesting++;
+  hj_status st = ev_run(ctx, c, args, nargs, out);
+  ev_nesting--;
   return st;
 }
 
@@ -674,5 +585,3 @@ hj_status hlo_eval_module(hj_ctx_t *ctx, const hlo_module *m, hlo_literal *const
     return hj__err(ctx, HJ_ERR_INVALID_ARG, "eval: module has no entry computation");
   return hlo_eval_computation(ctx, m->entry, args, nargs, out);
 }
-
-#undef EV_SPROG_MAX

@@ -22,7 +22,9 @@
      (shra); max/min return a NaN operand (the lhs first) and otherwise the lhs on ties
      (std::max/std::min), so maximum(-0,+0) = -0 and maximum(+0,-0) = +0; clamp returns
      a NaN among (lo, x, hi) in that order, else min(hi, max(x, lo)); power: x^0 = 1^x = 1,
-     integer exponent < 0 gives 0 (base 1: 1); pred power = a || !b; sign keeps ±0 and
+     a negative integer exponent gives 1/x^n truncated: 0, except +-1 for base -1 (+1 for
+     an even exponent) and 1 for base 1 (XLA's evaluator and emitter give 0 for base -1;
+     we follow the arithmetic); pred power = a || !b; sign keeps ±0 and
      NaN; convert float->int saturates, NaN -> 0, float->pred is x != 0, int->float rounds
      once (s64 -> f32 directly, -> f16/bf16 through f32 as Eigen does); f64 -> f16 rounds
      once (IEEE, NumPy), f64 -> bf16 through f32 (Eigen, ml_dtypes). */
@@ -239,8 +241,8 @@ static void eve_ki(hlo_opcode op, int bits, const int64_t *a, const int64_t *b,
   case HLO_OP_MULTIPLY: EVE_L2((int64_t)(U(x) * U(y)));
   case HLO_OP_DIVIDE: EVE_L2(y == 0 ? -1 : y == -1 ? (int64_t)(0 - U(x)) : x / y);
   case HLO_OP_REMAINDER: EVE_L2(y == 0 ? x : y == -1 ? 0 : x % y);
-  case HLO_OP_POWER:
-    EVE_L2(x == 1 || y == 0 ? 1 : y < 0 ? 0 : (int64_t)eve_ipow(U(x), U(y)));
+  case HLO_OP_POWER:   /* x^-n: 1/x^n, an integer only for x = 1 and x = -1 (then +-1) */
+    EVE_L2(x == 1 || y == 0 ? 1 : y >= 0 ? (int64_t)eve_ipow(U(x), U(y)) : x == -1 ? 1 - 2 * (y & 1) : 0);
   case HLO_OP_MAXIMUM: EVE_L2(x < y ? y : x);
   case HLO_OP_MINIMUM: EVE_L2(y < x ? y : x);
   case HLO_OP_AND: EVE_L2(x & y);
@@ -461,6 +463,7 @@ static void eve_raw_copy(int sz, const void *in, bool bc, void *out, int64_t n) 
 
 void hlo_elem_run(const hlo_elem_op *e, const void *const *in, const bool *bcast, void *out,
                   int64_t n) {
+  if (n <= 0) return;   /* zero-element arrays have no storage (NULL): memmove(NULL, NULL, 0) is UB */
   bool bc[3] = { false, false, false };
   for (int k = 0; k < e->nin && k < 3; k++) bc[k] = bcast && bcast[k];
   if (e->op == HLO_OP_SELECT) {

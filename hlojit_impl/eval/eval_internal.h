@@ -4,12 +4,27 @@
 
 #include "eval.h"
 
+/* The evaluator's own memory comes from the context's allocator (hj_ctx_options_t), so a
+   custom allocator sees (and can fail) every frame, scratch array and value; |n| * |size|
+   bytes, NULL on overflow or OOM; zeroed when |zero|. Free with hj__free(ctx, p). Only the
+   stb_ds id map of a sparse frame uses realloc (stb_ds has no failure path). */
+static inline void *hlo_ev_alloc(hj_ctx_t *ctx, size_t n, size_t size, bool zero) {
+  size_t b;
+  if (__builtin_mul_overflow(n, size, &b)) return NULL;
+  void *p = hj__alloc(ctx, b);
+  if (p && zero) memset(p, 0, b);
+  return p;
+}
+
 /* eval_ops.c: the structural ops. |ops| are the evaluated operands; *out is a new literal.
    Returns HJ_ERR_UNSUPPORTED for opcodes it does not handle. */
 hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
-/* eval.c: applies a scalar computation (reduce/scatter/sort/map comparator) to |n| scalar
-   literals; fast paths are the caller's business. */
+/* eval_sprog.c: applies a scalar computation (reduce/scatter/sort/map comparator) to |n|
+   scalar literals (a scalar program directly, anything else through the frame walker);
+   fast paths are the caller's business. */
 hj_status hlo_eval_scalar_call(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int n, hlo_literal **out);
+/* eval_sprog.c: map of |ins| (its computation over all elements) on operand values |ops|. */
+hj_status hlo_eval_map(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
 /* eval.c: elementwise unary/binary on raw element values (used by eval_ops.c fast paths for
    reducers): applies |op| (an HLO_KIND_BINARY opcode) to element i of a and element j of b
    (both of type t), storing into element k of dst (type t). */

@@ -235,13 +235,13 @@ static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
   if (hlo_shape_layout_is_default(os) && hlo_shape_layout_is_default(rs))
     return evo_reshape(ctx, ins, o, r);
   int64_t nbytes = hlo_shape_bytes(rs);
-  uint8_t *phys = malloc((size_t)(nbytes ? nbytes : 1));
+  uint8_t *phys = hlo_ev_alloc(ctx, (size_t)(nbytes ? nbytes : 1), 1, false);
   if (!phys) return hj__err(ctx, HJ_ERR_OOM, "op 'bitcast': out of memory");
   hlo_shape_strides(os, orow);
   hlo_shape_strides(rs, rrow);
   hlo_evo_copy(phys, 0, ophys, o->data, 0, orow, os->rank, os->dims, es);   /* logical → bytes */
   hlo_evo_copy(r->data, 0, rrow, phys, 0, rphys, rs->rank, rs->dims, es);   /* bytes → logical */
-  free(phys);
+  hj__free(ctx, phys);
   return HJ_OK;
 }
 
@@ -278,11 +278,13 @@ static hj_status evo_slice(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_litera
   for (int i = 0; i < n; i++) {
     int64_t a = ins->slice_start.v[i], b = ins->slice_limit.v[i];
     int64_t s = ins->slice_stride.n ? ins->slice_stride.v[i] : 1;
-    if (a < 0 || b < a || b > os->dims[i] || s < 1 || rs->dims[i] != (b - a + s - 1) / s)
+    if (a < 0 || b < a || b > os->dims[i] || s < 1 || rs->dims[i] != hlo_slice_count(a, b, s))
       return hlo_evo_err(ctx, ins, "slice dim %d [%lld:%lld:%lld] does not fit", i,
                          (long long)a, (long long)b, (long long)s);
     off += a * ost[i];
-    sst[i] = s * ost[i];
+    /* A stride is only ever stepped when the dim has 2+ results, and then s < b - a: a
+       huge stride on a dim of one result never forms s * ost. */
+    sst[i] = rs->dims[i] > 1 ? s * ost[i] : 0;
   }
   hlo_evo_copy(r->data, 0, rst, o->data, off, sst, n, rs->dims, evo_es(r));
   return HJ_OK;
@@ -387,18 +389,19 @@ static hj_status evo_pad(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const
   hlo_shape_strides(rs, rst);
   for (int i = 0; i < n; i++) {
     int64_t lo = ins->pad_lo.v[i], hi = ins->pad_hi.v[i];
-    int64_t in = ins->pad_interior.n ? ins->pad_interior.v[i] : 0, d = os->dims[i];
-    if (in < 0 || rs->dims[i] != lo + hi + d + (d > 0 ? (d - 1) * in : 0) || rs->dims[i] < 0)
-      return hlo_evo_err(ctx, ins, "padding of dim %d gives %lld, result has %lld", i,
-                         (long long)(lo + hi + d + (d > 0 ? (d - 1) * in : 0)),
+    int64_t in = ins->pad_interior.n ? ins->pad_interior.v[i] : 0, d = os->dims[i], want;
+    if (!hlo_pad_dim(d, lo, hi, in, &want) || rs->dims[i] != want)
+      return hlo_evo_err(ctx, ins, "padding %lld_%lld_%lld of dim %d does not give the result's "
+                         "%lld", (long long)lo, (long long)hi, (long long)in, i,
                          (long long)rs->dims[i]);
-    int64_t step = in + 1, i0 = lo < 0 ? (-lo + step - 1) / step : 0;
-    int64_t room = rs->dims[i] - lo, i1 = room > 0 ? (room + step - 1) / step : 0;
-    if (i1 > d) i1 = d;
-    box[i] = i1 > i0 ? i1 - i0 : 0;
+    /* Positions lo + i*step can leave int64 for operand elements that are cropped away
+       (lo = -INT64_MAX); hlo_pad_range keeps to those that land. */
+    int64_t step = hlo_pad_step(d, in), i0, i1, first;
+    hlo_pad_range(d, lo, step, rs->dims[i], &i0, &i1, &first);
+    box[i] = i1 - i0;
     soff += i0 * ost[i];
-    doff += (lo + i0 * step) * rst[i];
-    dst[i] = rst[i] * step;
+    doff += first * rst[i];
+    dst[i] = box[i] > 1 ? rst[i] * step : 0;
   }
   int64_t total = hlo_shape_numel(rs);
   for (int64_t k = 0; k < total; k++) memcpy(r->data + k * es, ops[1]->data, (size_t)es);
@@ -506,6 +509,17 @@ hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *
         return hlo_evo_err(ctx, ins, "result tuple element %d must be an array", i);
   hlo_literal *r = hlo_literal_new(ctx, &ins->shape);
   if (!r) return HJ_ERR_OOM;
+  /* A result without elements is complete as it is: its operands may have dims whose
+     products overflow (f32[0,9223372036854775807]), and nothing needs their strides. */
+  bool empty = true;
+  if (ins->shape.type == HLO_TUPLE)
+    for (int i = 0; i < ins->shape.ntuple; i++) empty &= hlo_shape_numel(&ins->shape.tuple[i]) == 0;
+  else
+    empty = hlo_shape_numel(&ins->shape) == 0;
+  if (empty) {
+    *out = r;
+    return HJ_OK;
+  }
   hj_status st = evo_dispatch(ctx, ins, ops, r);
   if (st != HJ_OK) {
     hlo_literal_free(r);

@@ -161,14 +161,71 @@ static hj_status evr_window(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_shape
     v->bdil = evr_get(&hw->base_dilation, d, 1), v->wdil = evr_get(&hw->window_dilation, d, 1);
     if (v->size < 1 || v->stride < 1 || v->bdil < 1 || v->wdil < 1)
       return hlo_evo_err(ctx, ins, "window dim %d: sizes, strides and dilations must be >= 1", d);
-    int64_t in = is->dims[d] ? (is->dims[d] - 1) * v->bdil + 1 : 0;
-    int64_t span = in + v->lo + v->hi - ((v->size - 1) * v->wdil + 1);
-    int64_t want = span < 0 ? 0 : span / v->stride + 1;
-    if (os->dims[d] != want)
-      return hlo_evo_err(ctx, ins, "window dim %d gives %lld outputs, result has %lld", d,
-                         (long long)want, (long long)os->dims[d]);
+    int64_t want;
+    if (!hlo_window_dim(is->dims[d], v->size, v->stride, v->lo, v->hi, v->bdil, v->wdil, &want) ||
+        os->dims[d] != want)
+      return hlo_evo_err(ctx, ins, "window dim %d does not give the result's %lld outputs", d,
+                         (long long)os->dims[d]);
   }
   return HJ_OK;
+}
+
+/* The window taps of one dim for one output index o: the window offsets wi in [0, size),
+   ascending, whose position pos(wi) = o*stride - lo + wi*wdil lands on an input element
+   (pos = k*bdil, 0 <= k < dim); the others are padding or base-dilation holes. Positions
+   are 128-bit: o*stride - lo need not fit in int64 for a valid window. The taps are found
+   without visiting the holes: wi runs over the offsets whose position lies in
+   [0, (dim-1)*bdil], or, when there are more of those than input elements, k runs over the
+   input elements and keeps those some wi reaches; either way at most min(size, dim)-ish
+   steps per tap, not size (a window of 2^40 over padding costs nothing). */
+typedef struct {
+  __int128 base;                      /* o*stride - lo: the position of wi = 0 */
+  int64_t wlo, whi;                   /* wi range whose positions are inside the input */
+  bool by_k;                          /* iterate over input elements k */
+  int64_t wi, k;                      /* the current tap */
+} evr_taps;
+
+static bool evr_taps_ok(const evr_win *w, int64_t dim, evr_taps *t) {
+  if (t->by_k) {
+    for (; t->k < dim; t->k++) {
+      __int128 q = (__int128)t->k * w->bdil - t->base;
+      if (q >= 0 && q % w->wdil == 0 && q / w->wdil < w->size) {
+        t->wi = (int64_t)(q / w->wdil);
+        return true;
+      }
+    }
+    return false;
+  }
+  for (; t->wi <= t->whi; t->wi++) {
+    __int128 p = t->base + (__int128)t->wi * w->wdil;
+    if (p % w->bdil == 0) {
+      t->k = (int64_t)(p / w->bdil);
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool evr_taps_first(const evr_win *w, int64_t dim, int64_t o, evr_taps *t) {
+  __int128 top = (__int128)(dim - 1) * w->bdil;   /* last input position */
+  t->base = (__int128)o * w->stride - w->lo;
+  /* wlo = ceil(-base / wdil) clamped at 0, whi = floor((top - base) / wdil) clamped at size-1 */
+  __int128 a = t->base >= 0 ? 0 : (-t->base + w->wdil - 1) / w->wdil;
+  __int128 b = top - t->base < 0 ? -1 : (top - t->base) / w->wdil;
+  if (b > w->size - 1) b = w->size - 1;
+  if (dim == 0 || a > b) return false;
+  t->wlo = (int64_t)a;
+  t->whi = (int64_t)b;
+  t->by_k = b - a + 1 > dim;
+  t->wi = t->wlo;
+  t->k = 0;
+  return evr_taps_ok(w, dim, t);
+}
+
+static bool evr_taps_next(const evr_win *w, int64_t dim, evr_taps *t) {
+  if (t->by_k) t->k++;
+  else t->wi++;
+  return evr_taps_ok(w, dim, t);
 }
 
 hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
@@ -189,30 +246,31 @@ hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_litera
   }
   if ((st = evr_window(ctx, ins, is, os, w)) != HJ_OK) return st;
   for (int k = 0; k < n; k++) evr_fill(outs[k], ops[n + k]);
-  int64_t total = hlo_shape_numel(os), wdims[HLO_MAX_RANK], ist[HLO_MAX_RANK];
+  int64_t total = hlo_shape_numel(os), ist[HLO_MAX_RANK];
   if (total == 0) return HJ_OK;
-  for (int d = 0; d < is->rank; d++) wdims[d] = w[d].size;
   hlo_shape_strides(is, ist);
   hlo_type t = is->type;
   bool sw = false;
   hlo_opcode op = n == 1 && os->type == t ? hlo_binary_reducer(ins->calls[0], t, &sw)
                                           : HLO_OP_COUNT;
   int64_t o[HLO_MAX_RANK] = { 0 };
+  evr_taps tp[HLO_MAX_RANK];
   for (int64_t oi = 0; oi < total; oi++, hlo_evo_next(os->rank, os->dims, o)) {
-    int64_t wi[HLO_MAX_RANK] = { 0 };
-    do {
+    bool any = true;
+    for (int d = 0; d < is->rank && any; d++) any = evr_taps_first(&w[d], is->dims[d], o[d], &tp[d]);
+    while (any) {
       int64_t xi = 0;
-      bool ok = true;
-      for (int d = 0; d < is->rank && ok; d++) {
-        int64_t p = o[d] * w[d].stride + wi[d] * w[d].wdil - w[d].lo;  /* dilated, padded */
-        ok = p >= 0 && p % w[d].bdil == 0 && p / w[d].bdil < is->dims[d];
-        xi += (ok ? p / w[d].bdil : 0) * ist[d];
-      }
-      if (!ok) continue;
+      for (int d = 0; d < is->rank; d++) xi += tp[d].k * ist[d];
       if (op != HLO_OP_COUNT) evr_row(op, sw, t, outs[0]->data, oi, 0, ops[0]->data, xi, 1);
       else if ((st = hlo_evo_combine(ctx, ins->calls[0], n, outs, oi, ops, xi)) != HJ_OK)
         return st;
-    } while (hlo_evo_next(is->rank, wdims, wi));
+      int d = is->rank - 1;   /* next tap in row-major window order */
+      while (d >= 0 && !evr_taps_next(&w[d], is->dims[d], &tp[d])) {
+        evr_taps_first(&w[d], is->dims[d], o[d], &tp[d]);
+        d--;
+      }
+      any = d >= 0;
+    }
   }
   return HJ_OK;
 }
@@ -360,7 +418,7 @@ hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const 
   rows[dim] = 1;
   evr_sorter s = { .ctx = ctx, .cmp = ins->calls[0], .n = n, .ops = ops, .stride = st0[dim] };
   evr_sort_fast(&s);
-  int64_t *perm = malloc(sizeof(int64_t) * 2 * (size_t)len);
+  int64_t *perm = hlo_ev_alloc(ctx, 2 * (size_t)len, sizeof(int64_t), false);
   if (!perm) return hj__err(ctx, HJ_ERR_OOM, "op 'sort': out of memory");
   do {
     s.base = 0;
@@ -375,7 +433,7 @@ hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const 
                ops[k]->data + (s.base + perm[p] * s.stride) * es, (size_t)es);
     }
   } while (hlo_evo_next(s0->rank, rows, idx));
-  free(perm);
+  hj__free(ctx, perm);
   return s.st;
 }
 
@@ -496,9 +554,10 @@ hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *
                        hlo_type_size(ls->type) <= 4 && hlo_type_size(rs->type) <= 4 ? EVR_PF : EVR_PD;
   size_t es = kind == EVR_PF ? 4 : kind == EVR_PB ? 1 : 8;
   if (B * M * N == 0) return HJ_OK;
-  uint8_t *a = malloc(es * (size_t)(B * M * K) + 1), *b = malloc(es * (size_t)(B * N * K) + 1);
+  uint8_t *a = hlo_ev_alloc(ctx, (size_t)(B * M * K) + 1, es, false);
+  uint8_t *b = hlo_ev_alloc(ctx, (size_t)(B * N * K) + 1, es, false);
   if (!a || !b) {
-    free(a), free(b);
+    hj__free(ctx, a), hj__free(ctx, b);
     return hj__err(ctx, HJ_ERR_OOM, "op 'dot': out of memory packing operands");
   }
   evr_pack(ops[0], lord, a, kind);
@@ -517,7 +576,7 @@ hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *
           case EVR_PB: r->data[o] = evr_dot_b(pa, pb, K); break;
           }
         }
-  free(a);
-  free(b);
+  hj__free(ctx, a);
+  hj__free(ctx, b);
   return HJ_OK;
 }

@@ -1,6 +1,8 @@
 /* core.c — the small things everything else stands on: error messages, the context's
    allocator, arenas, a string builder, the element-type and opcode tables, shapes, IR
-   construction, half-precision conversion and typed element access.
+   construction, half-precision conversion, typed element access, and the checked shape
+   arithmetic (element counts, strides, slice / pad / window extents) that every part uses
+   so that no attribute value can overflow int64 (ir.h says which helper does what).
 
    Arenas: a list of blocks, each at least 64 KiB; allocations are bumped, zeroed and
    16-byte aligned; everything is freed at once with the module (or graph).
@@ -211,11 +213,17 @@ bool hlo_shape_is_array(const hlo_shape *s) { return s->type < HLO_TUPLE; }
 
 int64_t hlo_shape_numel(const hlo_shape *s) {
   int64_t n = 1;
-  for (int i = 0; i < s->rank; i++) n *= s->dims[i];
+  for (int i = 0; i < s->rank; i++)
+    if (s->dims[i] == 0) return 0;
+  for (int i = 0; i < s->rank && i < HLO_MAX_RANK; i++)
+    if (!hlo_mul_ok(n, s->dims[i], &n)) return INT64_MAX;
   return n;
 }
 
-int64_t hlo_shape_bytes(const hlo_shape *s) { return hlo_shape_numel(s) * hlo_type_size(s->type); }
+int64_t hlo_shape_bytes(const hlo_shape *s) {
+  int64_t b;
+  return hlo_mul_ok(hlo_shape_numel(s), hlo_type_size(s->type), &b) ? b : INT64_MAX;
+}
 
 bool hlo_shape_compatible(const hlo_shape *a, const hlo_shape *b) {
   if (a->type != b->type) return false;
@@ -287,10 +295,11 @@ const char *hlo_shape_str(const hlo_shape *s, char *buf, size_t n) {
 }
 
 void hlo_shape_strides(const hlo_shape *s, int64_t *strides) {
+  bool empty = hlo_shape_numel(s) == 0;
   int64_t st = 1;
   for (int i = s->rank - 1; i >= 0; i--) {
-    strides[i] = st;
-    st *= s->dims[i];
+    strides[i] = empty ? 0 : st;
+    if (!empty && !hlo_mul_ok(st, s->dims[i], &st)) st = INT64_MAX;   /* invalid shapes only */
   }
 }
 
@@ -589,4 +598,113 @@ bool hlo_ints_has(hlo_ints v, int64_t x) {
   for (int i = 0; i < v.n; i++)
     if (v.v[i] == x) return true;
   return false;
+}
+
+/* ---- checked shape arithmetic (ir.h) ---------------------------------------------------- */
+
+bool hlo_add_ok(int64_t a, int64_t b, int64_t *r) {
+  int64_t t;
+  if (__builtin_add_overflow(a, b, &t)) return false;
+  *r = t;
+  return true;
+}
+
+bool hlo_mul_ok(int64_t a, int64_t b, int64_t *r) {
+  int64_t t;
+  if (__builtin_mul_overflow(a, b, &t)) return false;
+  *r = t;
+  return true;
+}
+
+bool hlo_dims_numel(int rank, const int64_t *dims, int64_t *n) {
+  if (rank < 0 || rank > HLO_MAX_RANK) return false;
+  bool zero = false;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0) return false;
+    zero |= dims[i] == 0;
+  }
+  int64_t p = 1;
+  for (int i = 0; i < rank && !zero; i++)
+    if (!hlo_mul_ok(p, dims[i], &p) || p > HLO_MAX_NUMEL) return false;
+  *n = zero ? 0 : p;
+  return true;
+}
+
+static const char *core_shape_check(const hlo_shape *s, int depth) {
+  if (s->type == HLO_TOKEN) return NULL;
+  if (s->type == HLO_TUPLE) {
+    if (depth > 64) return "nests tuples more than 64 deep";
+    if (s->ntuple < 0 || (s->ntuple > 0 && !s->tuple)) return "is a malformed tuple";
+    for (int i = 0; i < s->ntuple; i++) {
+      const char *why = core_shape_check(&s->tuple[i], depth + 1);
+      if (why) return why;
+    }
+    return NULL;
+  }
+  if ((unsigned)s->type >= HLO_TUPLE) return "has a bad element type";
+  if (s->rank < 0 || s->rank > HLO_MAX_RANK) return "has a rank outside [0, 8]";
+  for (int i = 0; i < s->rank; i++)
+    if (s->dims[i] < 0) return "has a negative dimension";
+  int64_t n;
+  if (!hlo_dims_numel(s->rank, s->dims, &n)) return "has more than 2^53 elements";
+  return NULL;
+}
+
+const char *hlo_shape_check(const hlo_shape *s) { return core_shape_check(s, 0); }
+
+int64_t hlo_slice_count(int64_t start, int64_t limit, int64_t stride) {
+  if (limit <= start || stride < 1) return 0;
+  /* limit - start - 1 fits: 0 <= start < limit. (n + stride - 1) / stride would not. */
+  return (limit - start - 1) / stride + 1;
+}
+
+bool hlo_pad_dim(int64_t dim, int64_t lo, int64_t hi, int64_t interior, int64_t *out) {
+  int64_t grown, d, edges;
+  if (dim < 0 || interior < 0) return false;
+  if (!hlo_mul_ok(dim > 0 ? dim - 1 : 0, interior, &grown) || !hlo_add_ok(dim, grown, &d))
+    return false;
+  /* lo + hi first: d >= 0, so when lo + hi overflows the padded size is outside
+     [0, INT64_MAX] anyway, and when it does not, d + (lo + hi) overflows only if the size
+     does (lo = -INT64_MAX, hi = INT64_MAX is a valid pair). */
+  if (!hlo_add_ok(lo, hi, &edges) || !hlo_add_ok(d, edges, &d) || d < 0) return false;
+  *out = d;
+  return true;
+}
+
+int64_t hlo_pad_step(int64_t dim, int64_t interior) {
+  return dim > 1 && interior >= 0 && interior < INT64_MAX ? interior + 1 : 1;
+}
+
+void hlo_pad_range(int64_t dim, int64_t lo, int64_t step, int64_t out_dim, int64_t *i0,
+                   int64_t *i1, int64_t *first) {
+  /* position(i) = lo + i * step, which can leave int64 on the way (lo = INT64_MIN) even
+     when the positions that land in the output do not: 128-bit arithmetic. */
+  __int128 L = lo, S = step > 0 ? step : 1, a = 0, b;
+  if (L < 0) a = (-L + S - 1) / S;                   /* first i with lo + i*step >= 0 */
+  __int128 room = (__int128)out_dim - L;             /* i*step < out_dim - lo */
+  b = room <= 0 ? 0 : (room + S - 1) / S;
+  if (a > dim) a = dim;
+  if (b > dim) b = dim;
+  if (b < a) b = a;
+  *i0 = (int64_t)a;
+  *i1 = (int64_t)b;
+  *first = a < b ? (int64_t)(L + a * S) : 0;
+}
+
+/* (bound - 1) * dil + 1, or 0 for bound 0. */
+static bool core_dilated(int64_t bound, int64_t dil, int64_t *out) {
+  if (bound == 0) { *out = 0; return true; }
+  int64_t t;
+  return bound > 0 && dil >= 1 && hlo_mul_ok(bound - 1, dil, &t) && hlo_add_ok(t, 1, out);
+}
+
+bool hlo_window_dim(int64_t dim, int64_t size, int64_t stride, int64_t lo, int64_t hi,
+                    int64_t base_dil, int64_t win_dil, int64_t *out) {
+  int64_t base, win, edges;
+  if (size < 1 || stride < 1 || !core_dilated(dim, base_dil, &base) ||
+      !core_dilated(size, win_dil, &win) || !hlo_add_ok(lo, hi, &edges) ||
+      !hlo_add_ok(base, edges, &base))
+    return false;
+  *out = win > base ? 0 : (base - win) / stride + 1;   /* base - win >= 0: no overflow */
+  return true;
 }

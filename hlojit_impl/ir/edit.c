@@ -148,29 +148,74 @@ hlo_instr *hlo_instr_new_before(hlo_comp *c, const hlo_instr *before, hlo_opcode
   return ins;
 }
 
-/* Iterative DFS (modules can be deep chains): state 0 new, 1 on the stack, 2 emitted. */
-static hj_status ied_visit(hlo_comp *c, hlo_instr *start, uint8_t *state, hlo_instr ***out) {
+/* Per-instruction marks of one computation, indexed by position rather than by id: a
+   small fused computation in a big module must not pay for the module's id range (a
+   calloc of next_id bytes per call made fusion quadratic in the module). */
+typedef struct ied_pos {
+  int lo, n;        /* ids lo .. lo + n - 1 */
+  int *slot;        /* per id - lo: the position, -1 */
+  struct { const hlo_instr *key; int value; } *hm;   /* when the ids are too spread out */
+} ied_pos;
+
+static bool ied_pos_build(ied_pos *p, const hlo_comp *c) {
+  memset(p, 0, sizeof *p);
+  ptrdiff_t n = arrlen(c->instrs);
+  int lo = n ? c->instrs[0]->id : 0, hi = lo;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    if (c->instrs[i]->id < lo) lo = c->instrs[i]->id;
+    if (c->instrs[i]->id > hi) hi = c->instrs[i]->id;
+  }
+  if ((int64_t)hi - lo + 1 > 8 * (int64_t)n + 1024) {
+    for (ptrdiff_t i = 0; i < n; i++) hmput(p->hm, c->instrs[i], (int)i);
+    return true;
+  }
+  p->lo = lo;
+  p->n = hi - lo + 1;
+  if (!(p->slot = malloc(sizeof *p->slot * (size_t)p->n))) return false;
+  for (int i = 0; i < p->n; i++) p->slot[i] = -1;
+  for (ptrdiff_t i = 0; i < n; i++) p->slot[c->instrs[i]->id - lo] = (int)i;
+  return true;
+}
+
+static void ied_pos_free(ied_pos *p) {
+  free(p->slot);
+  hmfree(p->hm);
+}
+
+static int ied_slot(const ied_pos *p, const hlo_instr *x) {
+  if (!p->slot) {
+    ptrdiff_t j = hmgeti(((ied_pos *)p)->hm, x);
+    return j < 0 ? -1 : p->hm[j].value;
+  }
+  int k = x->id - p->lo;
+  return k >= 0 && k < p->n ? p->slot[k] : -1;
+}
+
+/* Iterative DFS (modules can be deep chains): state 0 new, 1 on the stack, 2 emitted;
+   |state| by position (|pos|). */
+static hj_status ied_visit(hlo_comp *c, const ied_pos *pos, hlo_instr *start, uint8_t *state, hlo_instr ***out) {
   struct ied_frame { hlo_instr *ins; int next; } *stack = NULL;
   arrput(stack, ((struct ied_frame){start, 0}));
-  state[start->id] = 1;
+  state[ied_slot(pos, start)] = 1;
   hj_status st = HJ_OK;
   while (arrlen(stack) > 0) {
     struct ied_frame *f = &stack[arrlen(stack) - 1];
     if (f->next < f->ins->noperands) {
       hlo_instr *o = f->ins->operands[f->next++];
-      if (o->parent != c) continue;              /* foreign operand: the verifier's business */
-      if (state[o->id] == 1) {
+      int q = o->parent == c ? ied_slot(pos, o) : -1;
+      if (q < 0) continue;                       /* foreign operand: the verifier's business */
+      if (state[q] == 1) {
         st = hj__err(c->module->ctx, HJ_ERR_INTERNAL, "computation '%s': cycle through '%s'",
                      c->name, o->name);
         break;
       }
-      if (state[o->id] == 0) {
-        state[o->id] = 1;
+      if (state[q] == 0) {
+        state[q] = 1;
         arrput(stack, ((struct ied_frame){o, 0}));
       }
       continue;
     }
-    state[f->ins->id] = 2;
+    state[ied_slot(pos, f->ins)] = 2;
     arrput(*out, f->ins);
     arrpop(stack);
   }
@@ -179,16 +224,19 @@ static hj_status ied_visit(hlo_comp *c, hlo_instr *start, uint8_t *state, hlo_in
 }
 
 hj_status hlo_comp_topo_sort(hlo_comp *c) {
-  int n = c->module->next_id + 1;
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    if (c->instrs[i]->id >= n) n = c->instrs[i]->id + 1;
-  uint8_t *state = calloc((size_t)n, 1);
-  if (!state) return hj__err(c->module->ctx, HJ_ERR_OOM, "topological sort: out of memory");
+  ptrdiff_t n = arrlen(c->instrs);
+  uint8_t *state = calloc((size_t)n + 1, 1);
+  ied_pos pos;
+  if (!state || !ied_pos_build(&pos, c)) {
+    free(state);
+    return hj__err(c->module->ctx, HJ_ERR_OOM, "topological sort: out of memory");
+  }
   hlo_instr **order = NULL;
   hj_status st = HJ_OK;
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs) && st == HJ_OK; i++)
-    if (state[c->instrs[i]->id] == 0) st = ied_visit(c, c->instrs[i], state, &order);
+  for (ptrdiff_t i = 0; i < n && st == HJ_OK; i++)
+    if (state[i] == 0) st = ied_visit(c, &pos, c->instrs[i], state, &order);
   free(state);
+  ied_pos_free(&pos);
   if (st != HJ_OK || arrlen(order) != arrlen(c->instrs)) {
     if (st == HJ_OK)
       st = hj__err(c->module->ctx, HJ_ERR_INTERNAL,
@@ -204,23 +252,29 @@ hj_status hlo_comp_topo_sort(hlo_comp *c) {
 /* ---- dead code --------------------------------------------------------------------------- */
 
 hj_status hlo_comp_dce(hlo_comp *c, bool *changed) {
-  int n = c->module->next_id + 1;
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    if (c->instrs[i]->id >= n) n = c->instrs[i]->id + 1;
-  bool *live = calloc((size_t)n, 1);
-  if (!live) return hj__err(c->module->ctx, HJ_ERR_OOM, "dce: out of memory");
-  if (c->root) live[c->root->id] = true;
-  for (ptrdiff_t i = arrlen(c->instrs) - 1; i >= 0; i--) {   /* users come after operands */
-    hlo_instr *ins = c->instrs[i];
-    if (ins->op == HLO_OP_PARAMETER) live[ins->id] = true;
-    if (!live[ins->id]) continue;
-    for (int k = 0; k < ins->noperands; k++)
-      if (ins->operands[k]->id < n) live[ins->operands[k]->id] = true;
+  ptrdiff_t len = arrlen(c->instrs);
+  bool *live = calloc((size_t)len + 1, 1);
+  ied_pos pos;   /* by position, not id (see ied_pos) */
+  if (!live || !ied_pos_build(&pos, c)) {
+    free(live);
+    return hj__err(c->module->ctx, HJ_ERR_OOM, "dce: out of memory");
   }
-  ptrdiff_t w = 0, len = arrlen(c->instrs);
+  int r = c->root ? ied_slot(&pos, c->root) : -1;
+  if (r >= 0) live[r] = true;
+  for (ptrdiff_t i = len - 1; i >= 0; i--) {   /* users come after operands */
+    hlo_instr *ins = c->instrs[i];
+    if (ins->op == HLO_OP_PARAMETER) live[i] = true;
+    if (!live[i]) continue;
+    for (int k = 0; k < ins->noperands; k++) {
+      int q = ied_slot(&pos, ins->operands[k]);
+      if (q >= 0) live[q] = true;
+    }
+  }
+  ptrdiff_t w = 0;
   for (ptrdiff_t i = 0; i < len; i++)
-    if (live[c->instrs[i]->id]) c->instrs[w++] = c->instrs[i];
+    if (live[i]) c->instrs[w++] = c->instrs[i];
   free(live);
+  ied_pos_free(&pos);
   if (changed) *changed = w != len;
   arrsetlen(c->instrs, w);
   return HJ_OK;

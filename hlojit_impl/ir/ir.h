@@ -169,6 +169,9 @@ typedef struct hlo_literal {
   struct hlo_literal **elems;         /* tuple: ntuple element literals */
   int nelems;
   bool owned;                         /* data/elems malloc'd by hlo_literal_new & co. */
+  /* owned: the allocator all of it came from (the context's at hlo_literal_new / clone /
+     tuple; a copy, so the literal may outlive that context; all NULL: malloc/free) */
+  hj_allocator_t alloc;
 } hlo_literal;
 
 typedef struct hlo_dot_dims { hlo_ints lhs_batch, rhs_batch, lhs_contract, rhs_contract; } hlo_dot_dims;
@@ -305,8 +308,10 @@ hlo_shape hlo_shape_array(hlo_type t, int rank, const int64_t *dims); /* default
 hlo_shape hlo_shape_scalar(hlo_type t);
 void hlo_shape_set_default_layout(hlo_shape *s);   /* minor_to_major = {rank-1, ..., 0} */
 bool hlo_shape_is_array(const hlo_shape *s);
-int64_t hlo_shape_numel(const hlo_shape *s);       /* arrays; bounds for dynamic dims */
-int64_t hlo_shape_bytes(const hlo_shape *s);       /* arrays */
+/* Arrays; bounds for dynamic dims. Both saturate at INT64_MAX instead of overflowing (only
+   a shape that fails hlo_shape_check can get there). */
+int64_t hlo_shape_numel(const hlo_shape *s);
+int64_t hlo_shape_bytes(const hlo_shape *s);
 /* Same type, dims, dynamic flags and tuple structure; layouts ignored. */
 bool hlo_shape_compatible(const hlo_shape *a, const hlo_shape *b);
 bool hlo_shape_equal(const hlo_shape *a, const hlo_shape *b); /* also layouts (where both have one) */
@@ -315,10 +320,52 @@ bool hlo_shape_layout_is_default(const hlo_shape *s);
    when |with_layout|. */
 void hlo_shape_print(char **sb, const hlo_shape *s, bool with_layout);
 const char *hlo_shape_str(const hlo_shape *s, char *buf, size_t n);  /* for messages */
-/* Row-major strides (in elements) of an array shape. */
+/* Row-major strides (in elements) of an array shape; all 0 for a zero-element shape (which
+   addresses nothing and may have dims whose product overflows). */
 void hlo_shape_strides(const hlo_shape *s, int64_t *strides);
 /* Equal rank and dims (types, layouts and dynamic flags ignored). */
 bool hlo_same_dims(const hlo_shape *a, const hlo_shape *b);
+
+/* ---- core.c: checked shape arithmetic ---------------------------------------------------
+   The one place where element counts, byte sizes, strides and the extents that attributes
+   give (slice, pad, windows) are computed, so that no attribute value (INT64_MIN ..
+   INT64_MAX) can overflow int64 anywhere: shape inference, the builder, the verifier, the
+   evaluator and the emitters all use these instead of open-coded products.
+   HLO_MAX_NUMEL bounds the element count of every array (the parser's bound, 2^53: a
+   double counts it exactly, and numel * 8 bytes, strides and linear indices of a non-empty
+   array all fit in int64). A zero-element array may still have huge dims
+   (f32[0,9223372036854775807,4] is valid, as in XLA); it addresses nothing, so its
+   strides are all 0.
+   hlo_add_ok / hlo_mul_ok: *r = a + b / a * b; false (r untouched) on int64 overflow.
+   hlo_dims_numel: *n = the product of |dims|; false when a dim is negative or the product
+   exceeds HLO_MAX_NUMEL (a zero dim makes it 0 whatever the others are).
+   hlo_shape_check: an array shape (or every leaf of a tuple, nested at most 64 deep) has
+   a rank in [0, HLO_MAX_RANK], dims >= 0 and at most HLO_MAX_NUMEL elements; NULL when it
+   does, else why not ("has more than 2^53 elements", ...), a string literal.
+   hlo_slice_count: the length of [start:limit:stride] (0 <= start, stride >= 1), which is
+   0 when limit <= start; no overflow for any stride.
+   hlo_pad_dim: *out = lo + dim + max(dim-1, 0) * interior + hi (XLA's padded size); false
+   when dim < 0, interior < 0, the result is negative or does not fit in int64.
+   hlo_pad_step: the distance between padded operand elements: interior + 1, or 1 when
+   dim <= 1 (interior padding has no effect there, and INT64_MAX + 1 must not be formed).
+   hlo_pad_range: of operand indices i in [0, dim), those whose padded position
+   lo + i * step lies in [0, out_dim): [*i0, *i1) (empty: *i0 == *i1), and *first, the
+   position of i0 (0 when empty). Exact for every lo (computed in 128 bits).
+   hlo_window_dim: the reduce-window output size of one dim: bound = lo + dilated(dim,
+   base_dil) + hi, win = dilated(size, win_dil), out = bound < win ? 0 : (bound - win) /
+   stride + 1 (dilated(b, d) = b == 0 ? 0 : (b - 1) * d + 1); false on overflow. */
+#define HLO_MAX_NUMEL ((int64_t)1 << 53)
+bool hlo_add_ok(int64_t a, int64_t b, int64_t *r);
+bool hlo_mul_ok(int64_t a, int64_t b, int64_t *r);
+bool hlo_dims_numel(int rank, const int64_t *dims, int64_t *n);
+const char *hlo_shape_check(const hlo_shape *s);
+int64_t hlo_slice_count(int64_t start, int64_t limit, int64_t stride);
+bool hlo_pad_dim(int64_t dim, int64_t lo, int64_t hi, int64_t interior, int64_t *out);
+int64_t hlo_pad_step(int64_t dim, int64_t interior);
+void hlo_pad_range(int64_t dim, int64_t lo, int64_t step, int64_t out_dim, int64_t *i0,
+                   int64_t *i1, int64_t *first);
+bool hlo_window_dim(int64_t dim, int64_t size, int64_t stride, int64_t lo, int64_t hi,
+                    int64_t base_dil, int64_t win_dil, int64_t *out);
 /* |x| is one of the values of |v|. */
 bool hlo_ints_has(hlo_ints v, int64_t x);
 
@@ -506,5 +553,24 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
    ("not defined on s32", ...). */
 const char *hlo_elem_unsupported(const hlo_elem_op *e);
 hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
+
+/* ---- fingerprint.c: structural identity (the compile driver's kernel dedup, disk caches) ----
+   hlo_encode_comp / hlo_encode_fusion: append a canonical byte encoding of |c| (callees
+   inline) / of fusion |fusion| (its kind, shape and operand shapes, then its fused
+   computation) to the stb_ds array *out: equal bytes exactly when the structures are equal
+   up to names and ids (ops, shapes and layouts, attributes, constants' bytes, operand
+   positions, called computations). Deterministic across processes. false: malformed (no
+   computation, nesting deeper than 64).
+   hlo_fingerprint_bytes: a 128-bit hash of bytes; hlo_fingerprint_comp / _module: of the
+   encoding of |c| / of the entry (zero when malformed). A fingerprint finds candidates;
+   compare the encodings before treating two as the same. hlo_fingerprint_hex: 32 hex
+   digits and a NUL. */
+typedef struct hlo_fingerprint { uint64_t lo, hi; } hlo_fingerprint;
+bool hlo_encode_comp(const hlo_comp *c, uint8_t **out);
+bool hlo_encode_fusion(const hlo_instr *fusion, uint8_t **out);
+hlo_fingerprint hlo_fingerprint_bytes(const void *p, size_t n);
+hlo_fingerprint hlo_fingerprint_comp(const hlo_comp *c);
+hlo_fingerprint hlo_fingerprint_module(const hlo_module *m);
+void hlo_fingerprint_hex(hlo_fingerprint f, char out[33]);
 
 #endif /* HLOJIT_IR_H */

@@ -1,70 +1,95 @@
 /* literal.c — literals: dense, row-major values of an array or tuple shape.
 
-   Ownership: a literal made here (new, clone) is one malloc'd struct that owns
-     - its data (64-byte aligned, hj__alloc with no context, so plain free() releases it),
+   Ownership: a literal made here (new, clone, tuple) is one struct that owns
+     - its data (64-byte aligned),
      - its tuple element literals and the array holding them,
-     - a malloc'd deep copy of its shape's tuple element shapes (shape.tuple),
-   so it stays valid after the module it came from is gone. hlo_literal_free releases all
-   of that when |owned| is set, and the struct itself always. A view (hlo_literal_view) is
+     - a deep copy of its shape's tuple element shapes (shape.tuple),
+   all from the allocator of the context it was made in (hj_ctx_options_t.allocator; a
+   copy of it is kept in |alloc|, so the literal stays valid after the module and even the
+   context it came from are gone; without one, posix_memalign/calloc and free).
+   hlo_literal_free releases all of that when |owned| is set, and the struct itself always. A view (hlo_literal_view) is
    a value, not a pointer, owns nothing and is never passed to hlo_literal_free.
    Tuple element pointers may be NULL while the evaluator moves elements out; free
    skips them. */
 #include "ir.h"
 #include <stdlib.h>
 
-/* Deep copy of the tuple element shapes of |s| into malloc'd memory (arrays: shallow). */
-static bool lit_shape_copy(hlo_shape *dst, const hlo_shape *s) {
+/* |n| bytes (at least 1) from allocator |a|, 64-byte aligned; zeroed when |zero|. */
+static void *lit_alloc(const hj_allocator_t *a, size_t n, bool zero) {
+  if (n == 0) n = 1;
+  void *p = a->alloc ? a->alloc(a->user, n, 64) : hj__alloc(NULL, n);
+  if (p && zero) memset(p, 0, n);
+  return p;
+}
+
+static void lit_free(const hj_allocator_t *a, void *p) {
+  if (!p) return;
+  if (a->free) a->free(a->user, p);
+  else free(p);
+}
+
+static hj_allocator_t lit_allocator(const hj_ctx_t *ctx) {
+  return ctx ? ctx->opt.allocator : (hj_allocator_t){ 0 };
+}
+
+/* Deep copy of the tuple element shapes of |s| (arrays: shallow). */
+static bool lit_shape_copy(const hj_allocator_t *a, hlo_shape *dst, const hlo_shape *s) {
   *dst = *s;
   dst->tuple = NULL;
   if (s->type != HLO_TUPLE || s->ntuple == 0) return true;
-  dst->tuple = calloc((size_t)s->ntuple, sizeof(hlo_shape));
+  dst->tuple = lit_alloc(a, sizeof(hlo_shape) * (size_t)s->ntuple, true);
   if (!dst->tuple) {
     dst->ntuple = 0;
     return false;
   }
   for (int i = 0; i < s->ntuple; i++)
-    if (!lit_shape_copy(&dst->tuple[i], &s->tuple[i])) return false;
+    if (!lit_shape_copy(a, &dst->tuple[i], &s->tuple[i])) {
+      dst->ntuple = i + 1;   /* what the release below must walk */
+      return false;
+    }
   return true;
 }
 
-static void lit_shape_release(hlo_shape *s) {
+static void lit_shape_release(const hj_allocator_t *a, hlo_shape *s) {
   if (s->type != HLO_TUPLE || !s->tuple) return;
-  for (int i = 0; i < s->ntuple; i++) lit_shape_release(&s->tuple[i]);
-  free(s->tuple);
+  for (int i = 0; i < s->ntuple; i++) lit_shape_release(a, &s->tuple[i]);
+  lit_free(a, s->tuple);
   s->tuple = NULL;
 }
 
 void hlo_literal_free(hlo_literal *l) {
   if (!l) return;
+  hj_allocator_t a = l->alloc;
   if (l->owned) {
-    free(l->data);
+    lit_free(&a, l->data);
     for (int i = 0; i < l->nelems; i++) hlo_literal_free(l->elems[i]);
-    free(l->elems);
-    lit_shape_release(&l->shape);
+    lit_free(&a, l->elems);
+    lit_shape_release(&a, &l->shape);
   }
-  free(l);
+  lit_free(&a, l);
 }
 
 /* A literal of |shape|; with |zero|, array data is zeroed. Tuples get element literals. */
-static hlo_literal *lit_make(const hlo_shape *shape, bool zero) {
-  hlo_literal *l = calloc(1, sizeof *l);
+static hlo_literal *lit_make(const hj_allocator_t *a, const hlo_shape *shape, bool zero) {
+  hlo_literal *l = lit_alloc(a, sizeof *l, true);
   if (!l) return NULL;
   l->owned = true;
-  if (!lit_shape_copy(&l->shape, shape)) goto fail;
+  l->alloc = *a;
+  if (!lit_shape_copy(a, &l->shape, shape)) goto fail;
   if (shape->type == HLO_TUPLE) {
     l->nelems = shape->ntuple;
-    l->elems = calloc(shape->ntuple > 0 ? (size_t)shape->ntuple : 1, sizeof *l->elems);
+    l->elems = lit_alloc(a, sizeof *l->elems * (size_t)(shape->ntuple > 0 ? shape->ntuple : 1), true);
     if (!l->elems) {
       l->nelems = 0;
       goto fail;
     }
     for (int i = 0; i < shape->ntuple; i++)
-      if (!(l->elems[i] = lit_make(&shape->tuple[i], zero))) goto fail;
+      if (!(l->elems[i] = lit_make(a, &shape->tuple[i], zero))) goto fail;
   } else if (shape->type != HLO_TOKEN) {
     l->nbytes = hlo_shape_bytes(shape);
-    l->data = hj__alloc(NULL, (size_t)l->nbytes);
+    if (l->nbytes < 0 || l->nbytes == INT64_MAX) goto fail;   /* a shape no valid IR has */
+    l->data = lit_alloc(a, (size_t)l->nbytes, zero);
     if (!l->data) goto fail;
-    if (zero) memset(l->data, 0, (size_t)l->nbytes);
   }
   return l;
 fail:
@@ -82,7 +107,8 @@ hlo_literal *hlo_literal_new(hj_ctx_t *ctx, const hlo_shape *shape) {
         return NULL;
       }
   }
-  hlo_literal *l = lit_make(shape, true);
+  hj_allocator_t a = lit_allocator(ctx);
+  hlo_literal *l = lit_make(&a, shape, true);
   if (!l) hj__err(ctx, HJ_ERR_OOM, "out of memory allocating a literal of %s",
                   hlo_shape_str(shape, buf, sizeof buf));
   return l;
@@ -103,7 +129,8 @@ static bool lit_copy_into(hlo_literal *dst, const hlo_literal *src) {
 
 hlo_literal *hlo_literal_clone(hj_ctx_t *ctx, const hlo_literal *l) {
   char buf[256];
-  hlo_literal *c = lit_make(&l->shape, false);
+  hj_allocator_t a = lit_allocator(ctx);
+  hlo_literal *c = lit_make(&a, &l->shape, false);
   if (!c) {
     hj__err(ctx, HJ_ERR_OOM, "out of memory copying a literal of %s",
             hlo_shape_str(&l->shape, buf, sizeof buf));
@@ -161,19 +188,21 @@ bool hlo_literal_equal(const hlo_literal *a, const hlo_literal *b) {
 }
 
 hlo_literal *hlo_literal_tuple(hj_ctx_t *ctx, hlo_literal **elems, int n) {
-  hlo_literal *l = calloc(1, sizeof *l);
+  hj_allocator_t a = lit_allocator(ctx);
+  hlo_literal *l = lit_alloc(&a, sizeof *l, true);
   if (!l) goto oom;
   l->owned = true;
+  l->alloc = a;
   l->shape.type = HLO_TUPLE;
-  l->elems = calloc((size_t)(n > 0 ? n : 1), sizeof *l->elems);
-  l->shape.tuple = calloc((size_t)(n > 0 ? n : 1), sizeof(hlo_shape));
+  l->elems = lit_alloc(&a, sizeof *l->elems * (size_t)(n > 0 ? n : 1), true);
+  l->shape.tuple = lit_alloc(&a, sizeof(hlo_shape) * (size_t)(n > 0 ? n : 1), true);
   if (!l->elems || !l->shape.tuple) goto oom;
   l->nelems = n;
   l->shape.ntuple = n;
   for (int i = 0; i < n; i++) {
     l->elems[i] = elems[i];
     elems[i] = NULL;
-    if (!lit_shape_copy(&l->shape.tuple[i], &l->elems[i]->shape)) goto oom;
+    if (!lit_shape_copy(&a, &l->shape.tuple[i], &l->elems[i]->shape)) goto oom;
   }
   return l;
 oom:

@@ -19,6 +19,9 @@
      comparator returning pred[], while's condition and body, conditional branches), so the
      parser, the builder and the verifier all get the same checks.
    - Every message starts "op 'NAME' (instr): " and names the shapes involved.
+   - Extents come from core.c's checked helpers (hlo_slice_count, hlo_pad_dim,
+     hlo_window_dim), and every result, declared or derived, passes hlo_shape_check (at
+     most 2^53 elements, the parser's bound), so no inferred shape overflows downstream.
    The indexing ops (dynamic-slice, dynamic-update-slice, gather, scatter) are in
    shape_infer_index.c; the hlo_si_* helpers here are what it shares (shape_infer_internal.h). */
 #include "shape_infer_internal.h"
@@ -344,33 +347,50 @@ static hj_status si_shape_op(hlo_si_cx *c, hlo_shape *out);
 static hj_status si_reduce_like(hlo_si_cx *c, hlo_shape *out);
 static hj_status si_control(hlo_si_cx *c, hlo_shape *out);
 
+static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out);
+
+/* Every result, declared or derived, passes hlo_shape_check: this is what keeps a module
+   whose attributes or declared shapes would make an element count overflow (or exceed
+   2^53, the parser's bound, so that the text prints back) out of the evaluator, the
+   passes and the emitters. */
 hj_status hlo_infer_shape(hj_ctx_t *ctx, const hlo_instr *ins, hlo_shape *out) {
   hlo_si_cx c = { .ctx = ctx, .ins = ins };
+  hlo_shape r;
+  hj_status st = si_dispatch(&c, &r);
+  if (st) return st;
+  const char *why = hlo_shape_check(&r);
+  if (why) return hlo_si_err(&c, "the result %s %s", hlo_si_str(&c, 0, &r), why);
+  *out = r;
+  return HJ_OK;
+}
+
+static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
+  const hlo_instr *ins = c->ins;
   for (int i = 0; i < ins->noperands; i++)
-    if (!ins->operands || !ins->operands[i]) return hlo_si_err(&c, "operand %d is missing", i);
-  if ((unsigned)ins->op >= HLO_OP_COUNT) return hj__err(ctx, HJ_ERR_SHAPE, "bad opcode %d", (int)ins->op);
+    if (!ins->operands || !ins->operands[i]) return hlo_si_err(c, "operand %d is missing", i);
+  if ((unsigned)ins->op >= HLO_OP_COUNT) return hj__err(c->ctx, HJ_ERR_SHAPE, "bad opcode %d", (int)ins->op);
   switch (hlo_opcode_kind(ins->op)) {
-  case HLO_KIND_UNARY: return si_unary(&c, out);
-  case HLO_KIND_BINARY: return si_binary(&c, out);
+  case HLO_KIND_UNARY: return si_unary(c, out);
+  case HLO_KIND_BINARY: return si_binary(c, out);
   default: break;
   }
   switch (ins->op) {
-  case HLO_OP_COPY: return si_unary(&c, out);
-  case HLO_OP_COMPARE: return si_binary(&c, out);
-  case HLO_OP_SELECT: return si_select(&c, out);
-  case HLO_OP_CLAMP: return si_clamp(&c, out);
-  case HLO_OP_CONVERT: case HLO_OP_BITCAST_CONVERT: return si_convert(&c, out);
-  case HLO_OP_MAP: return si_map(&c, out);
+  case HLO_OP_COPY: return si_unary(c, out);
+  case HLO_OP_COMPARE: return si_binary(c, out);
+  case HLO_OP_SELECT: return si_select(c, out);
+  case HLO_OP_CLAMP: return si_clamp(c, out);
+  case HLO_OP_CONVERT: case HLO_OP_BITCAST_CONVERT: return si_convert(c, out);
+  case HLO_OP_MAP: return si_map(c, out);
   case HLO_OP_PARAMETER: case HLO_OP_CONSTANT: case HLO_OP_IOTA: case HLO_OP_BROADCAST:
   case HLO_OP_RESHAPE: case HLO_OP_BITCAST: case HLO_OP_TRANSPOSE: case HLO_OP_SLICE:
   case HLO_OP_CONCATENATE: case HLO_OP_PAD: case HLO_OP_REVERSE:
-    return si_shape_op(&c, out);
+    return si_shape_op(c, out);
   case HLO_OP_DYNAMIC_SLICE: case HLO_OP_DYNAMIC_UPDATE_SLICE: case HLO_OP_GATHER:
   case HLO_OP_SCATTER:
-    return hlo_si_index_op(&c, out);
+    return hlo_si_index_op(c, out);
   case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: case HLO_OP_DOT: case HLO_OP_SORT:
-    return si_reduce_like(&c, out);
-  default: return si_control(&c, out);
+    return si_reduce_like(c, out);
+  default: return si_control(c, out);
   }
 }
 
@@ -459,7 +479,7 @@ static hj_status si_slice(hlo_si_cx *c, hlo_shape *out) {
     if (s < 0 || s > l || l > a->dims[i] || st < 1)
       return hlo_si_err(c, "slice [%lld:%lld:%lld] out of bounds for dim %d of %s", (long long)s,
                         (long long)l, (long long)st, i, hlo_si_str(c, 0, a));
-    r.dims[i] = (l - s + st - 1) / st;
+    r.dims[i] = hlo_slice_count(s, l, st);
     r.dynamic[i] = a->dynamic[i] && s == 0 && l == a->dims[i] && st == 1;
   }
   *out = r;
@@ -484,7 +504,8 @@ static hj_status si_concat(hlo_si_cx *c, hlo_shape *out) {
     if (!ok)
       return hlo_si_err(c, "operand %d %s does not match %s outside dimension %lld", i,
                         hlo_si_str(c, 0, b), hlo_si_str(c, 1, a), (long long)cd);
-    r.dims[cd] += b->dims[cd];
+    if (!hlo_add_ok(r.dims[cd], b->dims[cd], &r.dims[cd]))
+      return hlo_si_err(c, "dimension %lld of the result overflows", (long long)cd);
     for (int d = 0; d < a->rank; d++) r.dynamic[d] |= b->dynamic[d];
   }
   *out = r;
@@ -506,17 +527,13 @@ static hj_status si_pad(hlo_si_cx *c, hlo_shape *out) {
     return hlo_si_err(c, "padding has %d dims, operand %s has %d", ins->pad_lo.n, hlo_si_str(c, 0, a), n);
   hlo_shape r = hlo_si_result(a);
   for (int i = 0; i < n; i++) {
-    int64_t in = ins->pad_interior.n ? ins->pad_interior.v[i] : 0;
+    int64_t in = ins->pad_interior.n ? ins->pad_interior.v[i] : 0, d;
     if (in < 0) return hlo_si_err(c, "negative interior padding %lld in dim %d", (long long)in, i);
-    int64_t grown, d;
-    if (__builtin_mul_overflow(a->dims[i] > 0 ? a->dims[i] - 1 : 0, in, &grown) ||
-        __builtin_add_overflow(a->dims[i], grown, &d) ||
-        __builtin_add_overflow(d, ins->pad_lo.v[i], &d) ||
-        __builtin_add_overflow(d, ins->pad_hi.v[i], &d) || d > ((int64_t)1 << 53))
-      return hlo_si_err(c, "padding of dim %d of %s overflows", i, hlo_si_str(c, 0, a));
+    if (!hlo_pad_dim(a->dims[i], ins->pad_lo.v[i], ins->pad_hi.v[i], in, &d))
+      return hlo_si_err(c, "padding %lld_%lld_%lld of dim %d of %s gives a negative or too large size",
+                        (long long)ins->pad_lo.v[i], (long long)ins->pad_hi.v[i], (long long)in, i,
+                        hlo_si_str(c, 0, a));
     r.dims[i] = d;
-    if (r.dims[i] < 0)
-      return hlo_si_err(c, "padding makes dim %d negative (%lld) for %s", i, (long long)r.dims[i], hlo_si_str(c, 0, a));
   }
   *out = r;
   return HJ_OK;
@@ -603,8 +620,6 @@ static hj_status si_reduce(hlo_si_cx *c, hlo_shape *out) {
 
 static int64_t si_at(hlo_ints v, int i, int64_t dflt) { return v.n ? v.v[i] : dflt; }
 
-static int64_t si_dilated(int64_t bound, int64_t dil) { return bound == 0 ? 0 : (bound - 1) * dil + 1; }
-
 static hj_status si_reduce_window(hlo_si_cx *c, hlo_shape *out) {
   int n;
   hlo_type types[32];
@@ -625,9 +640,11 @@ static hj_status si_reduce_window(hlo_si_cx *c, hlo_shape *out) {
     if (sz <= 0 || str <= 0 || bd < 1 || wd < 1)
       return hlo_si_err(c, "window dim %d: size %lld, stride %lld and dilations must be positive", i,
                         (long long)sz, (long long)str);
-    int64_t base = si_at(w->pad_lo, i, 0) + si_dilated(a->dims[i], bd) + si_at(w->pad_hi, i, 0);
-    int64_t win = si_dilated(sz, wd);
-    r.dims[i] = win > base ? 0 : (base - win) / str + 1;
+    if (!hlo_window_dim(a->dims[i], sz, str, si_at(w->pad_lo, i, 0), si_at(w->pad_hi, i, 0), bd, wd,
+                        &r.dims[i]))
+      return hlo_si_err(c, "window dim %d (size %lld, pads %lld_%lld, dilations %lld/%lld) overflows for %s",
+                        i, (long long)sz, (long long)si_at(w->pad_lo, i, 0), (long long)si_at(w->pad_hi, i, 0),
+                        (long long)bd, (long long)wd, hlo_si_str(c, 0, a));
   }
   return si_results(c, &r, types, n, out);
 }

@@ -141,6 +141,21 @@ static hj_status sii_gather(hlo_si_cx *c, hlo_shape *out) {
   }
   hlo_shape r = { .type = a->type, .rank = orank };
   if (orank > HLO_MAX_RANK) return hlo_si_err(c, "result rank %d too large", orank);
+  /* A collapsed (or batching) dim with slice size 0, which XLA's rules allow, makes windows
+     of no element that the result still has places for: there is no value to read (and the
+     clamped start, dim - 0, is past the end). Refused unless the result is empty anyway. */
+  bool res_empty = false, empty_window = false;
+  for (int i = 0; i < x.nbatch; i++) res_empty |= x.batch[i] == 0;
+  for (int i = 0; i < a->rank; i++) {
+    bool squeezed = hlo_ints_has(g->collapsed_slice_dims, i) || hlo_ints_has(g->operand_batching_dims, i);
+    if (g->slice_sizes.v[i] != 0) continue;
+    if (squeezed) empty_window = true;
+    else res_empty = true;
+  }
+  if (empty_window && !res_empty)
+    return hlo_si_err(c, "a collapsed dim of slice size 0 (slice_sizes=%s for %s) leaves nothing "
+                      "to gather into a result with elements",
+                      hlo_si_ints_str(g->slice_sizes, b, sizeof b), hlo_si_str(c, 0, a));
   int w = 0, bi = 0;
   for (int i = 0; i < orank; i++) {
     if (hlo_ints_has(g->offset_dims, i)) {

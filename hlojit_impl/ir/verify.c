@@ -57,17 +57,21 @@ static int vf_ncalls(hlo_opcode op) {
   }
 }
 
-/* Index of |c| in m->comps, or -1 (modules have few computations: a linear search). */
-static ptrdiff_t vf_comp_index(const hlo_module *m, const hlo_comp *c) {
-  for (ptrdiff_t i = 0; i < arrlen(m->comps); i++)
-    if (m->comps[i] == c) return i;
-  return -1;
+/* Computation -> index in m->comps, built once per verification: fused modules have a
+   computation per fusion, and a linear search per call site made verifying quadratic. */
+typedef struct { const hlo_comp *key; ptrdiff_t value; } vf_cix;
+
+/* Index of |c| in m->comps, or -1. */
+static ptrdiff_t vf_comp_index(vf_cix *ix, const hlo_comp *c) {
+  ptrdiff_t j = hmgeti(ix, c);
+  return j < 0 ? -1 : ix[j].value;
 }
 
 /* |defined|: the instructions of |c| before |ins| (a pointer set). */
 typedef struct { const hlo_instr *key; int value; } vf_set;
 
-static hj_status vf_instr(const hlo_module *m, const hlo_comp *c, const hlo_instr *ins, vf_set **defined) {
+static hj_status vf_instr(const hlo_module *m, vf_cix *ix, const hlo_comp *c, const hlo_instr *ins,
+                          vf_set **defined) {
   const char *on = hlo_opcode_name(ins->op);
   if ((unsigned)ins->op >= HLO_OP_COUNT) return vf_err(m, c, "'%s' has a bad opcode", ins->name);
   if (ins->parent != c) return vf_err(m, c, "'%s' belongs to another computation", ins->name);
@@ -88,7 +92,7 @@ static hj_status vf_instr(const hlo_module *m, const hlo_comp *c, const hlo_inst
     return vf_err(m, c, "'%s' (%s) calls %d computations, expected %s%d", ins->name, on,
                   ins->ncalls, nc < 0 ? "at least " : "", nc < 0 ? 1 : nc);
   for (int i = 0; i < ins->ncalls; i++)
-    if (!ins->calls[i] || vf_comp_index(m, ins->calls[i]) < 0)
+    if (!ins->calls[i] || vf_comp_index(ix, ins->calls[i]) < 0)
       return vf_err(m, c, "'%s' calls a computation that is not in the module", ins->name);
     else if (ins->calls[i] == m->entry)
       return vf_err(m, c, "'%s' calls the entry computation '%s'", ins->name, ins->calls[i]->name);
@@ -117,14 +121,14 @@ static hj_status vf_params(const hlo_module *m, const hlo_comp *c) {
   return HJ_OK;
 }
 
-static hj_status vf_structure(const hlo_module *m, const hlo_comp *c) {
+static hj_status vf_structure(const hlo_module *m, vf_cix *ix, const hlo_comp *c) {
   if (!c->root) return vf_err(m, c, "has no root instruction");
   if (c->root->parent != c) return vf_err(m, c, "root '%s' belongs to another computation", c->root->name);
   if (c->module != m) return vf_err(m, c, "belongs to another module");
   hj_status st = vf_params(m, c);
   vf_set *defined = NULL;
   for (ptrdiff_t i = 0; !st && i < arrlen(c->instrs); i++) {
-    st = vf_instr(m, c, c->instrs[i], &defined);
+    st = vf_instr(m, ix, c, c->instrs[i], &defined);
     if (hmgeti(defined, c->instrs[i]) >= 0)
       st = st ? st : vf_err(m, c, "'%s' is listed twice", c->instrs[i]->name);
     hmput(defined, c->instrs[i], 1);
@@ -134,14 +138,14 @@ static hj_status vf_structure(const hlo_module *m, const hlo_comp *c) {
 }
 
 /* DFS over the call graph; |mark|: 0 white, 1 on the stack, 2 done. */
-static hj_status vf_cycles(const hlo_module *m, ptrdiff_t k, uint8_t *mark) {
+static hj_status vf_cycles(const hlo_module *m, vf_cix *ix, ptrdiff_t k, uint8_t *mark) {
   if (mark[k] == 2) return HJ_OK;
   const hlo_comp *c = m->comps[k];
   if (mark[k] == 1) return vf_err(m, c, "calls itself (a cycle in the call graph)");
   mark[k] = 1;
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
     for (int j = 0; j < c->instrs[i]->ncalls; j++) {
-      hj_status st = vf_cycles(m, vf_comp_index(m, c->instrs[i]->calls[j]), mark);
+      hj_status st = vf_cycles(m, ix, vf_comp_index(ix, c->instrs[i]->calls[j]), mark);
       if (st) return st;
     }
   mark[k] = 2;
@@ -174,21 +178,28 @@ static hj_status vf_shapes(const hlo_module *m, const hlo_comp *c) {
 hj_status hlo_verify_module(hlo_module *m) {
   if (!m) return HJ_ERR_INVALID_ARG;
   if (!m->entry) return hj__err(m->ctx, HJ_ERR_SHAPE, "verifier: module '%s' has no entry computation", m->name);
-  if (vf_comp_index(m, m->entry) < 0)
-    return hj__err(m->ctx, HJ_ERR_SHAPE, "verifier: module '%s': the entry is not one of its computations", m->name);
+  vf_cix *ix = NULL;
+  struct { char *key; int value; } *names = NULL;   /* stb_ds string set */
+  sh_new_arena(names);
+  for (ptrdiff_t i = 0; i < arrlen(m->comps); i++)
+    if (hmgeti(ix, m->comps[i]) < 0) hmput(ix, m->comps[i], i);
   hj_status st = HJ_OK;
+  if (vf_comp_index(ix, m->entry) < 0)
+    st = hj__err(m->ctx, HJ_ERR_SHAPE, "verifier: module '%s': the entry is not one of its computations", m->name);
   for (ptrdiff_t i = 0; !st && i < arrlen(m->comps); i++) {
     const hlo_comp *c = m->comps[i];
     if (c->is_entry && c != m->entry) st = vf_err(m, c, "marked ENTRY but is not the module's entry");
-    for (ptrdiff_t j = 0; !st && j < i; j++)
-      if (strcmp(m->comps[j]->name, c->name) == 0) st = vf_err(m, c, "name used by two computations");
-    if (!st) st = vf_structure(m, c);
+    if (!st && shgeti(names, c->name) >= 0) st = vf_err(m, c, "name used by two computations");
+    if (!st) shput(names, c->name, 1);
+    if (!st) st = vf_structure(m, ix, c);
   }
+  shfree(names);
   ptrdiff_t n = arrlen(m->comps);
   uint8_t *mark = st ? NULL : calloc((size_t)n + 1, 1);
-  if (!st && !mark) return hj__err(m->ctx, HJ_ERR_OOM, "out of memory verifying '%s'", m->name);
-  for (ptrdiff_t i = 0; !st && i < n; i++) st = vf_cycles(m, i, mark);
+  if (!st && !mark) st = hj__err(m->ctx, HJ_ERR_OOM, "out of memory verifying '%s'", m->name);
+  for (ptrdiff_t i = 0; !st && i < n; i++) st = vf_cycles(m, ix, i, mark);
   free(mark);
+  hmfree(ix);
   for (ptrdiff_t i = 0; !st && i < n; i++) st = vf_shapes(m, m->comps[i]);
   if (!st) st = hlo_verify_aliases(m);
   return st;

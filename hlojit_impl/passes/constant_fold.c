@@ -17,6 +17,7 @@
    A failed evaluation (an op the evaluator rejects) leaves the instruction alone and the
    context's error message as it was. */
 #include "passes.h"
+#include <stdlib.h>
 
 #define CF_MAX_ELEMS 1024
 
@@ -62,14 +63,28 @@ static hlo_literal *cf_eval(hlo_pass_ctx *pc, hlo_module *m, hlo_instr *ins) {
   return out;
 }
 
+/* One walk in text order: c->instrs is rebuilt as it goes (a folded constant is appended
+   just before its instruction) and uses are forwarded as the walk reaches them (hlo_fwd);
+   whether an instruction has users at all comes from counts made before the walk (a fold
+   never changes who reads an instruction not yet visited). Linear, plus the evaluations. */
 static bool cf_comp(hlo_pass_ctx *pc, hlo_comp *c) {
   hlo_module *m = c->module;
-  bool any = false;
-  ptrdiff_t n = arrlen(c->instrs);
+  hlo_instr **snap = c->instrs;
+  ptrdiff_t n = arrlen(snap);
+  int nid = m->next_id;
+  uint8_t *used = calloc((size_t)nid + 1, 1);
+  if (!used) return false;
+  for (ptrdiff_t i = 0; i < n; i++)
+    for (int k = 0; k < snap[i]->noperands; k++)
+      if (snap[i]->operands[k]->id < nid) used[snap[i]->operands[k]->id] = 1;
+  c->instrs = NULL;
+  hlo_fwd fw = { 0 };
   for (ptrdiff_t i = 0; i < n; i++) {
-    hlo_instr *ins = c->instrs[i];
+    hlo_instr *ins = snap[i];
+    hlo_fwd_apply(&fw, ins);
+    arrput(c->instrs, ins);
     if (!cf_candidate(ins)) continue;
-    if (c->root != ins && hlo_user_count(c, ins) == 0) continue;   /* dead: DCE's job */
+    if (c->root != ins && !used[ins->id]) continue;   /* dead: DCE's job */
     hj_status last = m->ctx ? m->ctx->last : HJ_OK;
     char err[sizeof m->ctx->err];
     if (m->ctx) memcpy(err, m->ctx->err, sizeof err);
@@ -81,15 +96,19 @@ static bool cf_comp(hlo_pass_ctx *pc, hlo_comp *c) {
       }
       continue;
     }
-    hlo_instr *k = hlo_constant_new_before(c, ins, v);
+    (void)arrpop(c->instrs);                    /* the constant goes before |ins| */
+    hlo_instr *k = hlo_constant_new_before(c, NULL, v);
+    arrput(c->instrs, ins);
     hlo_literal_free(v);
     if (!k) continue;
     k->shape = hlo_shape_dup(m, &ins->shape);   /* keep the layout */
-    hlo_replace_all_uses(c, ins, k);
-    any = true;
-    i++;                                        /* the constant took a slot before |ins| */
-    n++;
+    hlo_fwd_set(&fw, ins, k);
   }
+  hlo_fwd_root(&fw, c);
+  bool any = fw.changed;
+  hlo_fwd_free(&fw);
+  free(used);
+  arrfree(snap);
   return any;
 }
 

@@ -9,9 +9,12 @@
 
    Algorithm, per computation, in text order: hash the instruction (its operands are
    already canonical, since they come earlier), look it up in a hash map of canonical
-   instructions by hash, compare with each candidate exactly; on a match replace all uses
-   by the candidate (the duplicate is left for DCE), else make it canonical. One sweep
-   reaches the fixed point: a merge only makes later instructions more alike. */
+   instructions by hash, compare with each candidate exactly; on a match its uses read the
+   candidate (the duplicate is left for DCE), else make it canonical. One sweep reaches the
+   fixed point: a merge only makes later instructions more alike. Uses are redirected by
+   forwarding (hlo_fwd): each instruction reads through the recorded merges when the sweep
+   reaches it, so the pass is linear (one hlo_replace_all_uses per merge made a chain of
+   merges quadratic: 2.3 s on a 20k negate chain). */
 #include "passes.h"
 
 static uint64_t cse_mix(uint64_t h, uint64_t v) {
@@ -113,9 +116,10 @@ static uint64_t cse_hash(const hlo_instr *ins) {
 static bool cse_comp(hlo_comp *c) {
   /* 31-bit keys: stb_ds hashes keys with (int)byte << 24, UB for a top byte >= 128 */
   struct cse_bucket { uint32_t key; hlo_instr **value; } *map = NULL;
-  bool any = false;
+  hlo_fwd fw = { 0 };   /* duplicate -> canonical, applied as the walk reaches each user */
   for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
     hlo_instr *ins = c->instrs[i];
+    hlo_fwd_apply(&fw, ins);
     if (ins->op == HLO_OP_PARAMETER) continue;
     uint64_t h64 = cse_hash(ins);
     uint32_t h = (uint32_t)(h64 ^ (h64 >> 32)) & 0x7fffffffu;   /* see above */
@@ -124,7 +128,7 @@ static bool cse_comp(hlo_comp *c) {
     for (ptrdiff_t k = 0; j >= 0 && k < arrlen(map[j].value) && !found; k++)
       if (cse_same(map[j].value[k], ins)) found = map[j].value[k];
     if (found) {
-      any |= hlo_replace_all_uses(c, ins, found);
+      if (!hlo_fwd_set(&fw, ins, found)) break;   /* out of memory: merge no more */
       continue;
     }
     if (j < 0) {
@@ -133,6 +137,9 @@ static bool cse_comp(hlo_comp *c) {
     }
     arrput(map[j].value, ins);
   }
+  hlo_fwd_root(&fw, c);
+  bool any = fw.changed;
+  hlo_fwd_free(&fw);
   for (ptrdiff_t j = 0; j < hmlen(map); j++) arrfree(map[j].value);
   hmfree(map);
   return any;

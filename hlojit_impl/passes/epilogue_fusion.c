@@ -149,27 +149,35 @@ static hj_status epi_comp(hlo_comp *c, bool *changed) {
     hj_status st = hlo_comp_dce(c, NULL);
     if (st != HJ_OK) return st;
   }
-  for (int round = 0; round < 64; round++) {
+  /* One forward sweep takes every chain: the fusion that absorbed a dot sits in its user's
+     slot, later in the text order, where the sweep meets it and may give it the next
+     epilogue. Users come from a use index; absorbed dots are compacted away at the end. */
+  hlo_uidx ux;
+  hj_status st = hlo_uidx_build(&ux, c);
+  for (int round = 0; round < 64 && st == HJ_OK; round++) {
     bool any = false;
-    for (ptrdiff_t i = 0; i < arrlen(c->instrs) && !any; i++) {
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs) && st == HJ_OK; i++) {
       hlo_instr *d = c->instrs[i];
-      if (d == c->root || !epi_dot_of(d)) continue;
+      if (d == c->root || hlo_uidx_dead(&ux, d) || !epi_dot_of(d)) continue;
       hlo_instr **us = NULL;
-      int n = hlo_users(c, d, &us);
+      int n = hlo_uidx_users(&ux, d, &us);
       hlo_instr *u = n == 1 ? us[0] : NULL;
-      arrfree(us);
       if (!u || !epi_consumer_ok(u, d)) continue;
-      hlo_instr *f = u->op == HLO_OP_FUSION ? u : hlo_fusion_make(c, u);
-      if (!f) return HJ_ERR_OOM;
-      hj_status st = hlo_fusion_absorb(c, f, d, false);
-      if (st != HJ_OK) return st;
-      hlo_remove_instr(c, d);
+      hlo_instr *f = u->op == HLO_OP_FUSION ? u : hlo_fusion_make(c, u, &ux);
+      if (!f) {
+        st = HJ_ERR_OOM;
+        break;
+      }
+      if ((st = hlo_fusion_absorb(c, f, d, false, &ux)) != HJ_OK) break;
+      hlo_uidx_kill(&ux, d);
       any = true;
     }
+    hlo_uidx_compact(&ux);
     if (!any) break;
     *changed = true;
   }
-  return HJ_OK;
+  hlo_uidx_free(&ux);
+  return st;
 }
 
 hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {

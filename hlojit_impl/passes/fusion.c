@@ -219,37 +219,51 @@ static bool fus_consumer_ok(const hlo_instr *u, const hlo_instr *p) {
 
 /* ---- evaluation counts ------------------------------------------------------------------- */
 
-typedef struct { const hlo_instr *key; double value; } fus_ev;
+/* Scratch of one fusion pass over one computation: the use index and a per-id array for
+   the evaluation counts (zero between uses). */
+typedef struct fus_st {
+  hlo_uidx ux;
+  double *E;
+  int ecap;
+} fus_st;
 
 /* How many times the kernel of fusion |u| evaluates its fused parameter for |p|: the
    root once per element, an operand as often as its most frequent user reads it (the
    elemental emitter caches one index), a reduce once per output element reading its
    inputs numel(input)/numel(output) times per evaluation. */
-static double fus_evals_in_fusion(const hlo_instr *u, const hlo_instr *p) {
+static double fus_evals_in_fusion(fus_st *S, const hlo_instr *u, const hlo_instr *p) {
   const hlo_comp *fc = u->calls[0];
-  fus_ev *E = NULL;
-  hmput(E, fc->root, (double)hlo_shape_numel(&fc->root->shape));
+  int need = fc->module->next_id + 1;
+  if (need > S->ecap) {
+    double *E = realloc(S->E, sizeof *E * (size_t)need * 2);
+    if (!E) return 1e300;   /* out of memory: "too many evaluations", nothing is fused */
+    memset(E + S->ecap, 0, sizeof *E * (size_t)(need * 2 - S->ecap));
+    S->E = E;
+    S->ecap = need * 2;
+  }
+  double *E = S->E;
+  E[fc->root->id] = (double)hlo_shape_numel(&fc->root->shape);
   for (ptrdiff_t i = arrlen(fc->instrs) - 1; i >= 0; i--) {
     const hlo_instr *x = fc->instrs[i];
-    double e = hmget(E, x);
+    double e = E[x->id];
     if (x->op == HLO_OP_REDUCE || x->op == HLO_OP_DOT) e = (double)hlo_shape_numel(&x->shape);
     for (int k = 0; k < x->noperands; k++) {
       const hlo_instr *o = x->operands[k];
       double c = e;
       if (x->op == HLO_OP_REDUCE && hlo_shape_is_array(&x->shape) && hlo_shape_numel(&x->shape))
         c = e * (double)hlo_shape_numel(&o->shape) / (double)hlo_shape_numel(&x->shape);
-      if (c > hmget(E, o)) hmput(E, o, c);
+      if (c > E[o->id]) E[o->id] = c;
     }
   }
   double r = 0;
   for (int k = 0; k < u->noperands; k++)
-    if (u->operands[k] == p && hmget(E, fc->params[k]) > r) r = hmget(E, fc->params[k]);
-  hmfree(E);
+    if (u->operands[k] == p && E[fc->params[k]->id] > r) r = E[fc->params[k]->id];
+  for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) E[fc->instrs[i]->id] = 0;
   return r;
 }
 
-static double fus_evals_in(const hlo_instr *u, const hlo_instr *p) {
-  if (u->op == HLO_OP_FUSION) return fus_evals_in_fusion(u, p);
+static double fus_evals_in(fus_st *S, const hlo_instr *u, const hlo_instr *p) {
+  if (u->op == HLO_OP_FUSION) return fus_evals_in_fusion(S, u, p);
   switch (u->op) {
   case HLO_OP_REDUCE: case HLO_OP_CONCATENATE: case HLO_OP_PAD:
     return (double)hlo_shape_numel(&p->shape);
@@ -261,11 +275,12 @@ static double fus_evals_in(const hlo_instr *u, const hlo_instr *p) {
 /* The cost model for a producer with users |us| (all of which take it). A producer that is
    the natural epilogue of a dot (hlo_reads_lone_dot) is not duplicated: epilogue_fusion.c
    gives it to the dot's kOutput fusion. */
-static bool fus_profitable(const hlo_comp *c, const hlo_instr *p, hlo_instr *const *us, int n) {
-  if (n > 1 && hlo_reads_lone_dot(c, p)) return false;
+static bool fus_profitable(const hlo_comp *c, const hlo_instr *p, hlo_instr *const *us, int n,
+                           fus_st *S) {
+  if (n > 1 && hlo_reads_lone_dot(c, p, &S->ux)) return false;
   bool exp = false;
   double cost = fus_cost(p, &exp), evals = 0, numel = (double)hlo_shape_numel(&p->shape);
-  for (int i = 0; i < n; i++) evals += fus_evals_in(us[i], p);
+  for (int i = 0; i < n; i++) evals += fus_evals_in(S, us[i], p);
   double extra = evals - numel;
   if (exp) return n == 1 && extra <= 0;
   if (extra <= 0) return true;
@@ -365,12 +380,14 @@ static bool fus_epilogue_ok(const hlo_instr *f, const hlo_instr *p, const hlo_in
 
 /* ---- driver ------------------------------------------------------------------------------- */
 
-/* Tries to fuse |p| into all its users; *done when it did (p is then removed). */
-static hj_status fus_try(hlo_comp *c, hlo_instr *p, bool *done) {
+/* Tries to fuse |p| into all its users; *done when it did (p is then killed in |ux|). */
+static hj_status fus_try(hlo_comp *c, hlo_instr *p, fus_st *S, bool *done) {
+  hlo_uidx *ux = &S->ux;
   *done = false;
-  if (p == c->root || !fus_producer_ok(p)) return HJ_OK;
-  hlo_instr **us = NULL;
-  int n = hlo_users(c, p, &us);
+  if (p == c->root || hlo_uidx_dead(ux, p) || !fus_producer_ok(p)) return HJ_OK;
+  hlo_instr **us = NULL, **v = NULL;
+  int n = hlo_uidx_users(ux, p, &v);
+  for (int i = 0; i < n; i++) arrput(us, v[i]);   /* a copy: the loops below edit uses */
   hj_status st = HJ_OK;
   bool ok = n > 0;
   const hlo_instr *red = fus_reduce_of(p);
@@ -380,26 +397,26 @@ static hj_status fus_try(hlo_comp *c, hlo_instr *p, bool *done) {
                     us[0]->op == HLO_OP_BROADCAST);
     if (ok && us[0]->op == HLO_OP_FUSION) ok = fus_epilogue_ok(us[0], p, red);
     if (ok && us[0]->op != HLO_OP_FUSION) {   /* wrap, then check the one-op fusion */
-      hlo_instr *f = hlo_fusion_make(c, us[0]);
+      hlo_instr *f = hlo_fusion_make(c, us[0], ux);
       if (!f) { st = HJ_ERR_OOM; goto out; }
       us[0] = f;
       ok = fus_epilogue_ok(f, p, red);
     }
   } else {
     for (int i = 0; i < n && ok; i++) ok = fus_consumer_ok(us[i], p);
-    ok = ok && fus_profitable(c, p, us, n);
+    ok = ok && fus_profitable(c, p, us, n, S);
   }
   for (int i = 0; i < n && ok; i++) {
-    hlo_instr *f = us[i]->op == HLO_OP_FUSION ? us[i] : hlo_fusion_make(c, us[i]);
+    hlo_instr *f = us[i]->op == HLO_OP_FUSION ? us[i] : hlo_fusion_make(c, us[i], ux);
     if (!f) { st = HJ_ERR_OOM; goto out; }
-    if ((st = hlo_fusion_absorb(c, f, p, n > 1)) != HJ_OK) goto out;
+    if ((st = hlo_fusion_absorb(c, f, p, n > 1, ux)) != HJ_OK) goto out;
   }
   if (ok) {
-    if (hlo_user_count(c, p) != 0) {
+    if (hlo_uidx_count(ux, p) != 0) {
       st = hj__err(c->module->ctx, HJ_ERR_INTERNAL, "fusion: '%s' still used", p->name);
       goto out;
     }
-    hlo_remove_instr(c, p);
+    hlo_uidx_kill(ux, p);   /* dropped from c->instrs at the end of the sweep */
     *done = true;
   }
 out:
@@ -407,23 +424,30 @@ out:
   return st;
 }
 
+/* Sweeps from the root upwards. The users come from a use index (one per computation, kept
+   up to date), fused producers are only marked dead, and c->instrs is compacted once per
+   sweep: a sweep is linear in the computation (plus the fusions' own sizes). */
 static hj_status fus_comp(hlo_comp *c, bool *changed) {
-  for (int round = 0; round < 16; round++) {
+  fus_st S = { 0 };
+  hj_status st = hlo_uidx_build(&S.ux, c);
+  if (st != HJ_OK) return st;
+  for (int round = 0; round < 16 && st == HJ_OK; round++) {
     bool any = false;
     hlo_instr **snap = NULL;
     for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) arrput(snap, c->instrs[i]);
-    hj_status st = HJ_OK;
     for (ptrdiff_t i = arrlen(snap) - 1; i >= 0 && st == HJ_OK; i--) {
       bool done = false;
-      st = fus_try(c, snap[i], &done);
+      st = fus_try(c, snap[i], &S, &done);
       any |= done;
     }
     arrfree(snap);
-    if (st != HJ_OK) return st;
+    hlo_uidx_compact(&S.ux);
     if (!any) break;
     *changed = true;
   }
-  return HJ_OK;
+  hlo_uidx_free(&S.ux);
+  free(S.E);
+  return st;
 }
 
 hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {

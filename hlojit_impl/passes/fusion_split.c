@@ -68,8 +68,9 @@ typedef struct fsp_tuple {
 
 typedef struct fsp_an {
   const hlo_comp *c;
-  int *pos;                 /* instruction id -> position in c->instrs, -1 */
-  int npos;
+  int *pos;                 /* instruction id - minid -> position in c->instrs, -1 */
+  int npos, minid;          /* ids of one fused computation span a small range of the
+                               module's: indexing from 0 was O(module) per fusion */
   fsp_tuple **sets;         /* per position: stb_ds array of distinct tuples */
   signed char *work;        /* per position: -1 unknown, 0/1 */
 } fsp_an;
@@ -172,7 +173,25 @@ static bool fsp_has(const fsp_tuple *set, const fsp_tuple *t) {
 }
 
 static int fsp_pos(const fsp_an *A, const hlo_instr *x) {
-  return x->id >= 0 && x->id < A->npos ? A->pos[x->id] : -1;
+  int k = x->id - A->minid;
+  return k >= 0 && k < A->npos ? A->pos[k] : -1;
+}
+
+/* The position map of |c| into |A| (pos, npos, minid); false on OOM. */
+static bool fsp_positions(const hlo_comp *c, fsp_an *A) {
+  ptrdiff_t n = arrlen(c->instrs);
+  int lo = n ? c->instrs[0]->id : 0, hi = lo;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    if (c->instrs[i]->id < lo) lo = c->instrs[i]->id;
+    if (c->instrs[i]->id > hi) hi = c->instrs[i]->id;
+  }
+  A->minid = lo;
+  A->npos = hi - lo + 1;
+  A->pos = malloc(sizeof(int) * (size_t)A->npos);
+  if (!A->pos) return false;
+  for (int i = 0; i < A->npos; i++) A->pos[i] = -1;
+  for (ptrdiff_t i = 0; i < n; i++) A->pos[c->instrs[i]->id - lo] = (int)i;
+  return true;
 }
 
 static void fsp_an_free(fsp_an *A) {
@@ -188,17 +207,10 @@ static bool fsp_analyse(const hlo_comp *c, fsp_an *A) {
   memset(A, 0, sizeof *A);
   A->c = c;
   ptrdiff_t n = arrlen(c->instrs);
-  int maxid = 0;
-  for (ptrdiff_t i = 0; i < n; i++)
-    if (c->instrs[i]->id > maxid) maxid = c->instrs[i]->id;
-  A->npos = maxid + 1;
-  A->pos = malloc(sizeof(int) * (size_t)A->npos);
   A->sets = calloc((size_t)n + 1, sizeof *A->sets);
   A->work = malloc((size_t)n + 1);
-  if (!A->pos || !A->sets || !A->work) return false;
+  if (!fsp_positions(c, A) || !A->sets || !A->work) return false;
   memset(A->work, -1, (size_t)n + 1);
-  for (int i = 0; i < A->npos; i++) A->pos[i] = -1;
-  for (ptrdiff_t i = 0; i < n; i++) A->pos[c->instrs[i]->id] = (int)i;
   hlo_user_map um;
   hlo_user_map_build(&um, c);
   for (ptrdiff_t i = n - 1; i >= 0; i--) {
@@ -327,14 +339,7 @@ static hj_status fsp_split(hlo_comp *c, hlo_instr *f, hlo_instr *x) {
   hlo_instr **map = calloc((size_t)n + 1, sizeof *map), **ops = NULL, **outer = NULL;
   hj_status st = HJ_OK;
   char name[512];
-  int maxid = 0;
-  for (ptrdiff_t i = 0; i < n; i++)
-    if (fc->instrs[i]->id > maxid) maxid = fc->instrs[i]->id;
-  A.npos = maxid + 1;
-  A.pos = malloc(sizeof(int) * (size_t)A.npos);
-  if (!in || !map || !A.pos) { st = HJ_ERR_OOM; goto done; }
-  for (int i = 0; i < A.npos; i++) A.pos[i] = -1;
-  for (ptrdiff_t i = 0; i < n; i++) A.pos[fc->instrs[i]->id] = (int)i;
+  if (!in || !map || !fsp_positions(fc, &A)) { st = HJ_ERR_OOM; goto done; }
   int xp = fsp_pos(&A, x);
   if (xp < 0) { st = HJ_ERR_INTERNAL; goto done; }
   /* the subtree of x (operands come before users in text order) */

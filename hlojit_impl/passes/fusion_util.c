@@ -19,6 +19,7 @@
    a stays in c: the caller removes it once nothing uses it. A producer that is itself a
    fusion is merged the same way, instruction by instruction, its root taking p0's place. */
 #include "passes.h"
+#include <stdlib.h>
 
 /* ---- queries ------------------------------------------------------------------------------- */
 
@@ -53,8 +54,18 @@ void hlo_fusion_relabel(hlo_instr *fusion) {
                       : h->op == HLO_OP_REDUCE ? HLO_FUSION_INPUT : HLO_FUSION_LOOP;
 }
 
-/* Does |x| read a dot (or a fusion whose hero is a dot) that nothing else in |c| reads? */
-bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x) {
+static int fuu_users(const hlo_comp *c, const hlo_instr *o, hlo_uidx *ux) {
+  return ux ? hlo_uidx_count(ux, o) : hlo_user_count(c, o);
+}
+
+/* An elementwise op, or a loop fusion of them (no hero), on an array. */
+static bool fuu_elementwise_link(const hlo_instr *o) {
+  if (hlo_op_is_elementwise(o)) return true;
+  return o->op == HLO_OP_FUSION && o->ncalls == 1 && o->fusion_kind == HLO_FUSION_LOOP &&
+         hlo_shape_is_array(&o->calls[0]->root->shape) && !hlo_fusion_hero(o->calls[0]);
+}
+
+static bool fuu_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux, int depth) {
   for (int k = 0; k < x->noperands; k++) {
     const hlo_instr *o = x->operands[k];
     bool dot = o->op == HLO_OP_DOT;
@@ -62,9 +73,22 @@ bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x) {
       const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
       dot = h && h->op == HLO_OP_DOT;
     }
-    if (dot && hlo_user_count(c, o) == 1) return true;
+    if (dot && fuu_users(c, o, ux) == 1) return true;
+    /* x continues a lone dot's epilogue through an elementwise link only x reads (the
+       residual add after the bias add of a projection): epilogue fusion will give the
+       whole chain to the dot, so x must not be duplicated into its users either */
+    if (!dot && depth < 4 && fuu_elementwise_link(o) && fuu_users(c, o, ux) == 1 &&
+        fuu_reads_lone_dot(c, o, ux, depth + 1))
+      return true;
   }
   return false;
+}
+
+/* Does |x| read a dot (or a fusion whose hero is a dot) that nothing else in |c| reads,
+   directly or through elementwise links that only the next link reads? With a use index
+   the users are counted through it. */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *ux) {
+  return fuu_reads_lone_dot(c, x, ux, 0);
 }
 
 int64_t hlo_shape_total_bytes(const hlo_shape *s) {
@@ -137,13 +161,13 @@ static void fuu_drop_param(hlo_instr *fusion, int k) {
   fusion->noperands--;
 }
 
-hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins) {
+hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins, hlo_uidx *ux) {
   hlo_module *m = c->module;
   char name[512];
   snprintf(name, sizeof name, "fused_computation.%d", m->next_id);
   hlo_comp *fc = hlo_comp_new(m, name);
   if (!fc) return NULL;
-  hlo_module_insert_comp_before(m, fc, c);
+  if (!ux) hlo_module_insert_comp_before(m, fc, c);   /* else hlo_fusion_run_control_comps */
   snprintf(name, sizeof name, "fusion.%d", m->next_id);
   hlo_instr *fusion = hlo_instr_new(c, HLO_OP_FUSION, name, &ins->shape, NULL, 0);
   if (!fusion) return NULL;
@@ -165,12 +189,29 @@ hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins) {
   hlo_comp_set_root(fc, r);
   /* the fusion takes ins's place in the text order */
   (void)arrpop(c->instrs);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    if (c->instrs[i] == ins) {
-      c->instrs[i] = fusion;
-      break;
+  if (ux) {
+    int at = hlo_uidx_pos(ux, ins);
+    if (at < 0 || at >= arrlen(c->instrs) || c->instrs[at] != ins) {
+      hj__err(m->ctx, HJ_ERR_INTERNAL, "fusion: '%s' is not where the use index says", ins->name);
+      return NULL;
     }
-  hlo_replace_all_uses(c, ins, fusion);
+    c->instrs[at] = fusion;
+    hlo_uidx_set_pos(ux, fusion, at);
+    if (!hlo_uidx_add_operands(ux, fusion)) {
+      hj__err(m->ctx, HJ_ERR_OOM, "fusion: out of memory wrapping '%s'", ins->name);
+      return NULL;
+    }
+    hlo_uidx_replace_all_uses(ux, ins, fusion);
+    hlo_uidx_kill(ux, ins);
+    hlo_uidx_set_pos(ux, ins, -1);
+  } else {
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
+      if (c->instrs[i] == ins) {
+        c->instrs[i] = fusion;
+        break;
+      }
+    hlo_replace_all_uses(c, ins, fusion);
+  }
   hlo_fusion_relabel(fusion);
   return fusion;
 }
@@ -222,7 +263,8 @@ done:
   return root;
 }
 
-hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup) {
+hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup,
+                            hlo_uidx *ux) {
   hlo_comp *fc = fusion->calls[0];
   hlo_module *m = c->module;
   if (producer->op == HLO_OP_FUSION && producer->calls[0]->root->op == HLO_OP_TUPLE)
@@ -238,8 +280,36 @@ hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer,
   }
   hj_status st = hlo_comp_topo_sort(fc);
   if (st != HJ_OK) return st;
+  if (ux && !hlo_uidx_add_operands(ux, fusion))
+    return hj__err(m->ctx, HJ_ERR_OOM, "fusion: out of memory absorbing '%s'", producer->name);
   hlo_fusion_relabel(fusion);
   return HJ_OK;
+}
+
+/* The computations appended to m->comps from index |n0| on (fused computations made while
+   a pass edited |c|) move, in creation order, to just before |c|: callees come first, as
+   hlo_module_insert_comp_before would have placed them one by one, in one O(comps) move. */
+static void fuu_place_comps(hlo_module *m, ptrdiff_t n0, const hlo_comp *c) {
+  ptrdiff_t n = arrlen(m->comps), k = n - n0, at = -1;
+  for (ptrdiff_t i = 0; i < n0; i++)
+    if (m->comps[i] == c) {
+      at = i;
+      break;
+    }
+  if (k <= 0 || at < 0) return;
+  hlo_comp **moved = malloc(sizeof *moved * (size_t)k);
+  if (!moved) {   /* out of memory: one at a time, in place */
+    for (ptrdiff_t j = n0; j < n; j++) {
+      hlo_comp *nc = m->comps[j];
+      for (ptrdiff_t i = j; i > at + (j - n0); i--) m->comps[i] = m->comps[i - 1];
+      m->comps[at + (j - n0)] = nc;
+    }
+    return;
+  }
+  memcpy(moved, m->comps + n0, sizeof *moved * (size_t)k);
+  memmove(m->comps + at + k, m->comps + at, sizeof *moved * (size_t)(n0 - at));
+  memcpy(m->comps + at, moved, sizeof *moved * (size_t)k);
+  free(moved);
 }
 
 /* The entry and the while/conditional computations reached from it, each once: the
@@ -262,7 +332,11 @@ hj_status hlo_fusion_run_control_comps(hlo_module *m, hlo_comp_pass_fn fn, bool 
   hlo_comp **comps = NULL;
   if (m->entry) hlo_control_comps(m->entry, &comps);
   hj_status st = HJ_OK;
-  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) st = fn(comps[i], &any);
+  for (ptrdiff_t i = 0; i < arrlen(comps) && st == HJ_OK; i++) {
+    ptrdiff_t n0 = arrlen(m->comps);
+    st = fn(comps[i], &any);
+    fuu_place_comps(m, n0, comps[i]);
+  }
   arrfree(comps);
   if (st == HJ_OK && any) st = hlo_module_prune_comps(m, NULL);
   if (changed) *changed = any;

@@ -24,7 +24,7 @@ static hlo_instr *ln_bitcast(hlo_comp *c, hlo_instr *ins) {
   if (!hlo_shape_is_array(&x->shape) || x->shape.type != ins->shape.type) return NULL;
   if (!ln_default(&x->shape) || !ln_default(&ins->shape)) return NULL;
   if (hlo_shape_numel(&x->shape) != hlo_shape_numel(&ins->shape)) return NULL;
-  return hlo_instr_new_before(c, ins, HLO_OP_RESHAPE, NULL, &ins->shape, ins->operands, 1);
+  return hlo_instr_new(c, HLO_OP_RESHAPE, NULL, &ins->shape, ins->operands, 1);
 }
 
 static hlo_instr *ln_copy(hlo_comp *c, hlo_instr *ins) {
@@ -39,26 +39,33 @@ static hlo_instr *ln_copy(hlo_comp *c, hlo_instr *ins) {
     dims[i] = s->dims[mm[i]];
   }
   hlo_shape ts = hlo_shape_array(s->type, s->rank, dims);
-  hlo_instr *t = hlo_instr_new_before(c, ins, HLO_OP_TRANSPOSE, NULL, &ts, &x, 1);
+  hlo_instr *t = hlo_instr_new(c, HLO_OP_TRANSPOSE, NULL, &ts, &x, 1);
   if (!t) return NULL;
   t->dims = hlo_ints_dup(c->module, mm, s->rank);
-  return hlo_instr_new_before(c, ins, HLO_OP_BITCAST, NULL, s, &t, 1);
+  return hlo_instr_new(c, HLO_OP_BITCAST, NULL, s, &t, 1);
 }
 
 hj_status hlo_pass_layout_norm(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
-    ptrdiff_t n = arrlen(c->instrs);
-    hlo_instr **snap = NULL;
-    for (ptrdiff_t i = 0; i < n; i++) arrput(snap, c->instrs[i]);
+    /* c->instrs is rebuilt as the walk goes (new instructions are appended just before the
+       one they replace) and uses are forwarded as the walk reaches them: linear */
+    hlo_instr **snap = c->instrs;
+    ptrdiff_t n = arrlen(snap);
+    c->instrs = NULL;
+    hlo_fwd fw = { 0 };
     for (ptrdiff_t i = 0; i < n; i++) {
       hlo_instr *ins = snap[i], *r = NULL;
-      if (ins->noperands != 1) continue;
-      if (ins->op == HLO_OP_BITCAST) r = ln_bitcast(c, ins);
-      else if (ins->op == HLO_OP_COPY) r = ln_copy(c, ins);
-      if (r) any |= hlo_replace_all_uses(c, ins, r);
+      hlo_fwd_apply(&fw, ins);
+      if (ins->noperands == 1 && ins->op == HLO_OP_BITCAST) r = ln_bitcast(c, ins);
+      else if (ins->noperands == 1 && ins->op == HLO_OP_COPY) r = ln_copy(c, ins);
+      if (r) hlo_fwd_set(&fw, ins, r);
+      arrput(c->instrs, ins);
     }
+    hlo_fwd_root(&fw, c);
+    any |= fw.changed;
+    hlo_fwd_free(&fw);
     arrfree(snap);
   }
   *changed = any;

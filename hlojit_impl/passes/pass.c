@@ -4,13 +4,38 @@
    module" is always answered by the verifier message naming the pass, and so that
    HLOJIT_DUMP_TO=DIR leaves one HLO text file per pass, numbered in run order:
      DIR/000.input.txt, DIR/001.inline-calls.txt, DIR/002.tuple-simplify.txt, ...
-   (diff two neighbours to see what a pass did). The verifier runs after every pass in
-   debug builds (NDEBUG not defined) and whenever pc->verify_each is set. The text comes
+   (diff two neighbours to see what a pass did). The verifier runs after every pass that
+   changed the module in debug builds (NDEBUG not defined), and after every pass whenever
+   pc->verify_each is set. The text comes
    from the pc->print hook (the runtime gives the printer): passes do not know text/. */
 #include "passes.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
+
+static double pas_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Adds |ms| to pass |name|'s entry (names are few: a linear search). */
+static void pas_time(hlo_pass_ctx *pc, const char *name, double ms) {
+  for (ptrdiff_t i = 0; i < arrlen(pc->times); i++)
+    if (pc->times[i].name == name || strcmp(pc->times[i].name, name) == 0) {
+      pc->times[i].ms += ms;
+      pc->times[i].runs++;
+      return;
+    }
+  hj_pass_time_t t = { name, ms, 1 };
+  arrput(pc->times, t);
+}
+
+void hlo_pass_ctx_free(hlo_pass_ctx *pc) {
+  arrfree(pc->times);
+  pc->times = NULL;
+}
 
 void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx) {
   memset(pc, 0, sizeof *pc);
@@ -63,14 +88,19 @@ hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m)
 hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
                        bool *changed) {
   bool ch = false;
+  double t0 = pas_now_ms();
   hj_status st = fn(pc, m, &ch);
   if (changed) *changed = ch;
   if (st != HJ_OK) return st;
   bool verify = pc->verify_each;
 #ifndef NDEBUG
-  verify = true;
+  verify = ch;   /* a pass that changed nothing left the module as the last check saw it */
 #endif
-  if (verify && (st = hlo_verify_module(m)) != HJ_OK) {
+  double t1 = pas_now_ms();
+  if (pc->time_passes) pas_time(pc, name, t1 - t0);
+  if (verify) st = hlo_verify_module(m);
+  if (verify && pc->time_passes) pas_time(pc, "verify-after-each-pass", pas_now_ms() - t1);
+  if (st != HJ_OK) {
     char msg[sizeof m->ctx->err];
     snprintf(msg, sizeof msg, "%s", m->ctx ? m->ctx->err : "");
     hj__err(m->ctx, HJ_ERR_INTERNAL, "after pass '%s': %s", name, msg);

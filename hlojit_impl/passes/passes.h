@@ -31,8 +31,8 @@ bool pass_dce_comps(hlo_module *m);
    it edits |m| in place, sets *changed, and leaves a module that verifies.
    hlo_pass_ctx_init: |dump_dir| from ctx->opt.dump_dir, else $HLOJIT_DUMP_TO, else NULL
    (no dumps); verify_each false (debug builds verify after every pass anyway); no hooks.
-   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG, or verify_each; a
-   failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
+   hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG when the pass says it
+   changed it, always with verify_each; a failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
    NNN = ++dump_seq, written whether or not the pass changed anything).
    hlo_pass_dump: writes one such file (the pipeline dumps "input" first).
    hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults. */
@@ -48,6 +48,12 @@ typedef struct hlo_pass_ctx {
   hj_status (*eval)(hj_ctx_t *ctx, const hlo_comp *c, hlo_literal *const *args, int nargs,
                     hlo_literal **out);
   hj_status (*print)(const hlo_module *m, char **out);
+  /* With |time_passes| set (off by hlo_pass_ctx_init): the time spent in each pass (by
+     name, summed over its runs; the verification after each pass is its own entry,
+     "verify-after-each-pass"), in first-run order; stb_ds
+     array filled by hlo_pass_run, freed with hlo_pass_ctx_free. */
+  bool time_passes;
+  hj_pass_time_t *times;
 } hlo_pass_ctx;
 typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 typedef struct hlo_pipeline_options {
@@ -56,6 +62,7 @@ typedef struct hlo_pipeline_options {
   int max_simplify_rounds;  /* algsimp/fold/CSE/DCE repeated until no change; default 8 */
 } hlo_pipeline_options;
 void hlo_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
+void hlo_pass_ctx_free(hlo_pass_ctx *pc);   /* the times; the rest is borrowed */
 hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_module *m,
                        bool *changed);
 hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m);
@@ -108,20 +115,27 @@ bool hlo_transpose_is_real(const hlo_instr *t);
 const hlo_instr *hlo_fusion_hero(const hlo_comp *fc);
 void hlo_fusion_relabel(hlo_instr *fusion);
 int64_t hlo_shape_total_bytes(const hlo_shape *s);
-hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins);
+struct hlo_uidx;
+/* |ux| (may be NULL): the pass's use index, kept up to date (positions, uses, |ins|
+   killed); then the fused computation stays last in m->comps for
+   hlo_fusion_run_control_comps to place (without: placed before |c| at once). */
+hlo_instr *hlo_fusion_make(hlo_comp *c, hlo_instr *ins, struct hlo_uidx *ux);
 /* Does |x| read a dot (or a dot fusion) that nothing else in |c| reads? epilogue_fusion.c
-   may still give |x| to that dot, so the other fusion passes leave it alone. */
-bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x);
+   may still give |x| to that dot, so the other fusion passes leave it alone. |ux| (may be
+   NULL) counts the users. */
+bool hlo_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, struct hlo_uidx *ux);
 /* Moves |nc|, the computation appended last to m->comps, to just before |before| (callees
    first); it stays last when |before| is not in m->comps. */
 void hlo_module_insert_comp_before(hlo_module *m, hlo_comp *nc, const hlo_comp *before);
 /* The entry and the while/conditional computations reached from it (stb_ds array). */
 void hlo_control_comps(hlo_comp *entry, hlo_comp ***out);
 /* A fusion pass's driver: |fn|(comp, &any) on each of hlo_control_comps(m->entry) until one
-   fails; then, when any changed, hlo_module_prune_comps; *changed (may be NULL) = any. */
+   fails (the computations appended to m->comps meanwhile move to just before comp); then,
+   when any changed, hlo_module_prune_comps; *changed (may be NULL) = any. */
 typedef hj_status (*hlo_comp_pass_fn)(hlo_comp *c, bool *changed);
 hj_status hlo_fusion_run_control_comps(hlo_module *m, hlo_comp_pass_fn fn, bool *changed);
-hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup);
+hj_status hlo_fusion_absorb(hlo_comp *c, hlo_instr *fusion, hlo_instr *producer, bool dup,
+                            struct hlo_uidx *ux);
 hj_status hlo_pass_schedule(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_schedule_comp(hlo_comp *c, int64_t *before, int64_t *after);
 int64_t hlo_peak_live_bytes(const hlo_comp *c);
@@ -180,5 +194,51 @@ hj_status hlo_pass_dynamic_padder(hlo_pass_ctx *pc, hlo_module *m, bool *changed
 hj_status pass_dynamic_pad(hlo_module *m, pass_dyn_info *info);
 void pass_dyn_info_free(pass_dyn_info *info);
 
+/* ---- passes/use_index.c: users kept up to date while a pass edits one computation --------
+   hlo_uidx_build: the users of every instruction of |c| and their positions in c->instrs.
+   A pass records each new use (hlo_uidx_add: |user| now reads |x|; hlo_uidx_add_operands:
+   all operands of a new instruction) and each instruction it takes out (hlo_uidx_kill);
+   stale entries (dead users, users that stopped reading x, repeats) are dropped when read.
+   hlo_uidx_users: the live distinct users of |x| (an array owned by the index, valid until
+   the next call that records a use of |x|); hlo_uidx_count: their number.
+   hlo_uidx_replace_all_uses: hlo_replace_all_uses through the index (the root too).
+   hlo_uidx_pos / set_pos: the position recorded for |x| (-1: none). hlo_uidx_compact: drops
+   the killed instructions from c->instrs and renumbers the positions. The add functions
+   return false on OOM. */
+typedef struct hlo_uidx {
+  hlo_comp *c;
+  hlo_instr ***users;       /* per id: stb_ds array */
+  int *pos;                 /* per id: index in c->instrs, -1 */
+  uint8_t *dead;            /* per id */
+  uint32_t *stamp, cur;     /* per id: dedup marks */
+  int cap;                  /* ids covered */
+} hlo_uidx;
+hj_status hlo_uidx_build(hlo_uidx *u, hlo_comp *c);
+void hlo_uidx_free(hlo_uidx *u);
+bool hlo_uidx_add(hlo_uidx *u, hlo_instr *x, hlo_instr *user);
+bool hlo_uidx_add_operands(hlo_uidx *u, hlo_instr *user);
+void hlo_uidx_kill(hlo_uidx *u, const hlo_instr *x);
+bool hlo_uidx_dead(const hlo_uidx *u, const hlo_instr *x);
+int hlo_uidx_users(hlo_uidx *u, const hlo_instr *x, hlo_instr ***out);
+int hlo_uidx_count(hlo_uidx *u, const hlo_instr *x);
+bool hlo_uidx_replace_all_uses(hlo_uidx *u, hlo_instr *old, hlo_instr *neu);
+void hlo_uidx_set_pos(hlo_uidx *u, const hlo_instr *x, int pos);
+int hlo_uidx_pos(const hlo_uidx *u, const hlo_instr *x);
+void hlo_uidx_compact(hlo_uidx *u);
+/* Forwarding for passes that walk one computation in text order replacing instructions:
+   hlo_fwd_set records old -> neu (false on OOM); hlo_fwd_apply makes the operands of |ins|
+   read through the records (true if any changed; neu itself is never made to read
+   itself); hlo_fwd_root does the same for the root; |changed| says whether either changed
+   anything. Zero-initialise, free with hlo_fwd_free. */
+typedef struct hlo_fwd {
+  hlo_instr **rep;          /* per id: the replacement, NULL none */
+  int cap;
+  bool changed;
+} hlo_fwd;
+bool hlo_fwd_set(hlo_fwd *f, const hlo_instr *old, hlo_instr *neu);
+hlo_instr *hlo_fwd_get(const hlo_fwd *f, hlo_instr *x);
+bool hlo_fwd_apply(hlo_fwd *f, hlo_instr *ins);
+bool hlo_fwd_root(hlo_fwd *f, hlo_comp *c);
+void hlo_fwd_free(hlo_fwd *f);
 
 #endif /* HLOJIT_PASSES_H */

@@ -31,12 +31,17 @@ hj_status hlo_pass_tuple_simplify(hlo_pass_ctx *pc, hlo_module *m, bool *changed
   bool any = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
+    hlo_fwd fw = { 0 };   /* uses are redirected as the walk reaches them: linear */
     for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
       hlo_instr *ins = c->instrs[i], *r = NULL;
+      hlo_fwd_apply(&fw, ins);
       if (ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->noperands == 1) r = ts_gte_of_tuple(ins);
       else if (ins->op == HLO_OP_TUPLE) r = ts_tuple_of_gtes(ins);
-      if (r) any |= hlo_replace_all_uses(c, ins, r);
+      if (r) hlo_fwd_set(&fw, ins, r);
     }
+    hlo_fwd_root(&fw, c);
+    any |= fw.changed;
+    hlo_fwd_free(&fw);
   }
   *changed = any;
   return HJ_OK;

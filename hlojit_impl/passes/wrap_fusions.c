@@ -22,6 +22,7 @@
    gets kind=kInput, dot kind=kOutput, everything else kLoop. The fused computation is
    placed in m->comps just before the computation that uses it (callees first). */
 #include "passes.h"
+#include <stdlib.h>
 
 static bool wf_keep(const hlo_instr *ins) {
   switch (ins->op) {
@@ -39,17 +40,27 @@ static bool wf_keep(const hlo_instr *ins) {
   }
 }
 
-/* Wraps c->instrs[pos]; the fusion takes its place in c's text order. */
-static hj_status wf_wrap(hlo_comp *c, ptrdiff_t pos) {
+/* The pass's state: the computation names taken (a set, instead of a search of m->comps
+   per wrap) and the wrapped instructions' fusions (forwarded to their users as the walk
+   reaches them, instead of a scan of the computation per wrap): linear. */
+typedef struct wf_state {
+  struct { char *key; int value; } *names;   /* stb_ds string set */
+  hlo_fwd fw;
+} wf_state;
+
+/* Wraps c->instrs[pos]; the fusion takes its place in c's text order (its fused
+   computation is appended to m->comps and to *mine; wf_comp moves them before c). */
+static hj_status wf_wrap(wf_state *W, hlo_comp *c, ptrdiff_t pos, hlo_comp ***mine) {
   hlo_module *m = c->module;
   hlo_instr *ins = c->instrs[pos];
   char name[512];
   snprintf(name, sizeof name, "wrapped_%s_computation", ins->name);
-  if (hlo_module_find_comp(m, name))   /* names repeat across computations */
+  if (shgeti(W->names, name) >= 0)   /* names repeat across computations */
     snprintf(name, sizeof name, "wrapped_%s_computation.%d", ins->name, ins->id);
   hlo_comp *fc = hlo_comp_new(m, name);
   if (!fc) return HJ_ERR_OOM;
-  hlo_module_insert_comp_before(m, fc, c);
+  shput(W->names, fc->name, 1);
+  arrput(*mine, fc);
   hlo_instr **uniq = NULL, **inner = NULL, *fused = NULL, *fusion = NULL;
   hj_status st = HJ_OK;
   for (int k = 0; k < ins->noperands; k++) {
@@ -81,45 +92,69 @@ static hj_status wf_wrap(hlo_comp *c, ptrdiff_t pos) {
   if (fusion->ncalls != 1) { st = hj__err(m->ctx, HJ_ERR_OOM, "wrap: out of memory"); goto done; }
   (void)arrpop(c->instrs);                     /* appended last: move it to ins's place */
   c->instrs[pos] = fusion;
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-    for (int k = 0; k < c->instrs[i]->noperands; k++)
-      if (c->instrs[i]->operands[k] == ins) c->instrs[i]->operands[k] = fusion;
-  if (c->root == ins) {
-    ins->is_root = false;
-    c->root = fusion;
-    fusion->is_root = true;
-  }
+  if (!hlo_fwd_set(&W->fw, ins, fusion)) st = hj__err(m->ctx, HJ_ERR_OOM, "wrap: out of memory");
 done:
   arrfree(uniq);
   arrfree(inner);
   return st;
 }
 
-static hj_status wf_comp(hlo_comp *c, const hlo_comp ***seen, bool *changed) {
+/* Moves |mine| (computations made for |c|, in creation order) to just before |c| in
+   m->comps, where hlo_module_insert_comp_before one at a time would have put them: one
+   O(comps) rebuild per computation instead of one per wrap. */
+static void wf_place(hlo_module *m, hlo_comp **mine, const hlo_comp *c) {
+  if (!arrlen(mine)) return;
+  struct { hlo_comp *key; int value; } *set = NULL;
+  for (ptrdiff_t i = 0; i < arrlen(mine); i++) hmput(set, mine[i], 1);
+  hlo_comp **v = NULL;
+  bool placed = false;
+  for (ptrdiff_t i = 0; i < arrlen(m->comps); i++) {
+    hlo_comp *x = m->comps[i];
+    if (hmgeti(set, x) >= 0) continue;
+    if (x == c) {
+      for (ptrdiff_t k = 0; k < arrlen(mine); k++) arrput(v, mine[k]);
+      placed = true;
+    }
+    arrput(v, x);
+  }
+  for (ptrdiff_t k = 0; !placed && k < arrlen(mine); k++) arrput(v, mine[k]);
+  hmfree(set);
+  arrfree(m->comps);
+  m->comps = v;
+}
+
+static hj_status wf_comp(wf_state *W, hlo_comp *c, const hlo_comp ***seen, bool *changed) {
   for (ptrdiff_t i = 0; i < arrlen(*seen); i++)
     if ((*seen)[i] == c) return HJ_OK;
   arrput(*seen, c);
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+  hlo_comp **mine = NULL;   /* the computations made for c's wraps */
+  hj_status st = HJ_OK;
+  for (ptrdiff_t i = 0; i < arrlen(c->instrs) && st == HJ_OK; i++) {
     hlo_instr *ins = c->instrs[i];
+    hlo_fwd_apply(&W->fw, ins);
     if (ins->op == HLO_OP_WHILE || ins->op == HLO_OP_CONDITIONAL) {
-      for (int k = 0; k < ins->ncalls; k++) {
-        hj_status st = wf_comp(ins->calls[k], seen, changed);
-        if (st != HJ_OK) return st;
-      }
+      for (int k = 0; k < ins->ncalls && st == HJ_OK; k++) st = wf_comp(W, ins->calls[k], seen, changed);
       continue;
     }
     if (wf_keep(ins)) continue;
-    hj_status st = wf_wrap(c, i);
-    if (st != HJ_OK) return st;
+    st = wf_wrap(W, c, i, &mine);
     *changed = true;
   }
-  return HJ_OK;
+  hlo_fwd_root(&W->fw, c);
+  wf_place(c->module, mine, c);
+  arrfree(mine);
+  return st;
 }
 
 hj_status pass_wrap_fusions(hlo_module *m, bool *changed) {
   bool any = false;
   const hlo_comp **seen = NULL;
-  hj_status st = m->entry ? wf_comp(m->entry, &seen, &any) : HJ_OK;
+  wf_state W = { 0 };
+  sh_new_arena(W.names);
+  for (ptrdiff_t i = 0; i < arrlen(m->comps); i++) shput(W.names, m->comps[i]->name, 1);
+  hj_status st = m->entry ? wf_comp(&W, m->entry, &seen, &any) : HJ_OK;
+  shfree(W.names);
+  hlo_fwd_free(&W.fw);
   arrfree(seen);
   if (st == HJ_ERR_OOM) hj__err(m->ctx, st, "wrap_fusions: out of memory");
   if (changed) *changed = any;

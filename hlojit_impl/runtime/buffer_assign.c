@@ -253,17 +253,30 @@ static void ba_release(ba_block **live, int owner) {
     }
 }
 
-/* Step 4. Scratch of instruction i is owner -(i+1). */
+/* Step 4. Scratch of instruction i is owner -(i+1). The arena groups are bucketed by
+   the position that defines them and by their last use first (in group order, the order
+   a scan of all groups per position met them), so the walk is linear in the groups plus
+   the first-fit searches; scanning every group at every position was quadratic. */
 static void ba_arena(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
   ba_block *live = NULL;
   int64_t peak = 0;
+  int **defs = calloc((size_t)s->n + 1, sizeof *defs), **lasts = calloc((size_t)s->n + 1, sizeof *lasts);
+  bool bucketed = defs && lasts;
+  for (ptrdiff_t g = 0; bucketed && g < arrlen(s->groups); g++) {
+    ba_group *G = &s->groups[g];
+    if (ba_find(s, (int)g) != g || G->where != BA_ARENA) continue;
+    if (G->def >= 0 && G->def < s->n) arrput(defs[G->def], (int)g);
+    if (G->bytes > 0 && G->last >= 0 && G->last < s->n) arrput(lasts[G->last], (int)g);
+  }
   for (int i = 0; i < s->n; i++) {
-    for (ptrdiff_t g = 0; g < arrlen(s->groups); g++) {
+    ptrdiff_t nd = bucketed ? arrlen(defs[i]) : arrlen(s->groups);
+    for (ptrdiff_t k = 0; k < nd; k++) {
+      int g = bucketed ? defs[i][k] : (int)k;
       ba_group *G = &s->groups[g];
-      if (ba_find(s, (int)g) != g || G->where != BA_ARENA || G->def != i) continue;
+      if (!bucketed && (ba_find(s, g) != g || G->where != BA_ARENA || G->def != i)) continue;
       int64_t sz = (G->bytes + BA_ALIGN - 1) / BA_ALIGN * BA_ALIGN;
       p->values_bytes += sz;
-      G->index = sz ? ba_first_fit(&live, sz, (int)g, &peak) : 0;
+      G->index = sz ? ba_first_fit(&live, sz, g, &peak) : 0;
     }
     if (scratch_bytes && scratch_bytes[i] > 0) {
       int64_t sz = (scratch_bytes[i] + BA_ALIGN - 1) / BA_ALIGN * BA_ALIGN;
@@ -271,12 +284,20 @@ static void ba_arena(ba_state *s, ba_plan *p, const int64_t *scratch_bytes) {
       p->values_bytes += sz;
       ba_release(&live, -(i + 1));
     }
-    for (ptrdiff_t g = 0; g < arrlen(s->groups); g++) {
+    ptrdiff_t nl = bucketed ? arrlen(lasts[i]) : arrlen(s->groups);
+    for (ptrdiff_t k = 0; k < nl; k++) {
+      int g = bucketed ? lasts[i][k] : (int)k;
       ba_group *G = &s->groups[g];
-      if (ba_find(s, (int)g) == g && G->where == BA_ARENA && G->last == i && G->bytes > 0)
-        ba_release(&live, (int)g);
+      if (bucketed || (ba_find(s, g) == g && G->where == BA_ARENA && G->last == i && G->bytes > 0))
+        ba_release(&live, g);
     }
   }
+  for (int i = 0; bucketed && i < s->n; i++) {
+    arrfree(defs[i]);
+    arrfree(lasts[i]);
+  }
+  free(defs);
+  free(lasts);
   arrfree(live);
   p->arena_bytes = peak;
 }

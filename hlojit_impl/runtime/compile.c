@@ -26,11 +26,26 @@ typedef struct rtc_pending {           /* a fusion thunk waiting for its kernel 
   int inplace_operand;                 /* output 0 is this operand's buffer, -1 none */
 } rtc_pending;
 
+/* One distinct kernel of this compile: the fusions whose keys (hlo_encode_fusion plus the
+   in-place decisions) are equal share it. */
+typedef struct rtc_kern {
+  uint8_t *key;                        /* stb_ds */
+  hlo_fingerprint fp;
+  th_thunk *first;                     /* the thunk it was emitted for */
+  bool failed;                         /* the emitter declined or failed: all fall back */
+  int module;                          /* the LLVM module it went into */
+} rtc_kern;
+
 typedef struct rtc_build {
   hj_ctx_t *ctx;
   const rt_target *t;
   rt_exec *x;
   rtc_pending *pending;                /* stb_ds */
+  rtc_kern *kerns;                     /* stb_ds */
+  const hlo_comp *pos_comp;            /* the computation |pos| describes */
+  int *pos, pos_lo, npos;              /* id - pos_lo -> position in pos_comp->instrs, -1 */
+  int *slots;                          /* open addressing over kerns by fp.lo; -1 empty */
+  int nslots;                          /* a power of two */
 } rtc_build;
 
 static atomic_int rtc_dump_seq;
@@ -71,10 +86,11 @@ static void rtc_dumps(rtc_build *B) {
   const hj_exec_stats_t *s = &x->stats;
   sb_printf(&sb, "# fusions %d: loop %d, reduction %d, transpose %d, matmul %d, dus %d; "
             "evaluator %d (runtime ops %d, emitter errors %d); copies %d; arena %lld bytes; "
-            "moved %lld bytes per run\n",
+            "moved %lld bytes per run; %d distinct kernels in %d LLVM modules\n",
             s->fusions, s->kernels_loop, s->kernels_reduction, s->kernels_transpose,
             s->kernels_matmul, s->kernels_dus, s->evaluator_fallbacks, s->runtime_ops,
-            s->emit_errors, s->copies, (long long)s->arena_bytes, (long long)s->bytes_moved);
+            s->emit_errors, s->copies, (long long)s->arena_bytes, (long long)s->bytes_moved,
+            s->kernels_distinct, s->llvm_modules);
   th_program_print(x->entry, &sb, 0);
   rtc_dump(ctx, x->seq, x->m->name, "thunks.txt", sb);
   arrfree(sb);
@@ -84,10 +100,12 @@ static void rtc_dumps(rtc_build *B) {
 
 /* The backend's steps around the shared pipeline (inlining, simplification, fusion,
    scheduling); every step verified and dumped by hlo_pass_run. */
-static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m) {
+static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt_exec *x) {
   bool ch;
   hlo_pass_ctx pc;
   rt_pass_ctx_init(&pc, ctx);
+  pc.time_passes = true;
+  pc.times = x->pass_times;          /* appended to what the driver measured before */
   hlo_pipeline_options po;
   hlo_pipeline_options_init(&po);
   po.fusion = !ctx->opt.no_fusion;
@@ -95,8 +113,14 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m) {
   for (int i = 0; i < t->npre && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->pre[i].name, t->pre[i].fn, m, &ch);
   if (st == HJ_OK) st = hlo_run_pipeline(&pc, m, &po);
   for (int i = 0; i < t->npost && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->post[i].name, t->post[i].fn, m, &ch);
-  if (st == HJ_OK) st = hlo_verify_module(m);
+  if (st == HJ_OK) {
+    double t0 = rt_now_ms();
+    st = hlo_verify_module(m);
+    hj_pass_time_t vt = { "verify", rt_now_ms() - t0, 1 };
+    arrput(pc.times, vt);
+  }
   if (st != HJ_OK && !ctx->err[0]) hj__err(ctx, st, "%s: the pass pipeline failed", t->name);
+  x->pass_times = pc.times;          /* the executable keeps them (stats.pass_times) */
   return st;
 }
 
@@ -104,8 +128,18 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m) {
 
 static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out);
 
-static void rtc_leaves(const th_program *p, const hlo_instr *ins, ba_loc **dst) {
-  int k = ba_instr_pos(&p->plan, ins);
+/* Position of |ins| in the program's computation (rtc_build.pos: by id, for the program
+   being built; ba_instr_pos searches, which made building thunks quadratic). */
+static int rtc_pos(const rtc_build *B, const th_program *p, const hlo_instr *ins) {
+  if (B->pos_comp == p->comp && ins->id >= B->pos_lo && ins->id - B->pos_lo < B->npos) {
+    int k = B->pos[ins->id - B->pos_lo];
+    if (k >= 0 && k < arrlen(p->comp->instrs) && p->comp->instrs[k] == ins) return k;
+  }
+  return ba_instr_pos(&p->plan, ins);
+}
+
+static void rtc_leaves(const rtc_build *B, const th_program *p, const hlo_instr *ins, ba_loc **dst) {
+  int k = rtc_pos(B, p, ins);
   for (ptrdiff_t j = 0; k >= 0 && j < arrlen(p->plan.leaves[k]); j++) arrput(*dst, p->plan.leaves[k][j]);
 }
 
@@ -120,8 +154,8 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
     return HJ_OK;
   case HLO_OP_FUSION: {
     t.kind = TH_EVAL;
-    for (int k = 0; k < ins->noperands; k++) rtc_leaves(p, ins->operands[k], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    for (int k = 0; k < ins->noperands; k++) rtc_leaves(B, p, ins->operands[k], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     rtc_pending pe = { p, (int)arrlen(p->thunks), p->plan.dus_inplace[i], p->plan.inplace_operand[i] };
     arrput(B->pending, pe);
     B->x->stats.fusions++;
@@ -129,8 +163,8 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
   }
   case HLO_OP_WHILE:
     t.kind = TH_WHILE;
-    rtc_leaves(p, ins->operands[0], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    rtc_leaves(B, p, ins->operands[0], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     t.scratch = p->plan.scratch[i];
     for (int k = 0; k < 2 && st == HJ_OK; k++) {
       th_program *sub = NULL;
@@ -140,11 +174,11 @@ static hj_status rtc_thunk(rtc_build *B, th_program *p, int i) {
     break;
   case HLO_OP_CONDITIONAL:
     t.kind = TH_COND;
-    rtc_leaves(p, ins->operands[0], &t.args);
-    rtc_leaves(p, ins, &t.outs);
+    rtc_leaves(B, p, ins->operands[0], &t.args);
+    rtc_leaves(B, p, ins, &t.outs);
     for (int b = 0; b < ins->ncalls && st == HJ_OK; b++) {
       arrput(t.arg_off, (int)arrlen(t.args));
-      rtc_leaves(p, ins->operands[b + 1], &t.args);
+      rtc_leaves(B, p, ins->operands[b + 1], &t.args);
       th_program *sub = NULL;
       st = rtc_program(B, ins->calls[b], &sub);
       arrput(t.sub, sub);
@@ -163,6 +197,25 @@ static bool rtc_may_inplace(const hlo_instr *fusion, int operand, void *ud) {
   (void)ud;
   const hlo_instr *hero = NULL;
   return emit_classify(fusion, false, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
+}
+
+/* rtc_build.pos for |c| (on OOM it stays unset: rtc_pos searches). */
+static void rtc_pos_build(rtc_build *B, const hlo_comp *c) {
+  free(B->pos);
+  B->pos = NULL;
+  B->pos_comp = NULL;
+  ptrdiff_t n = arrlen(c->instrs);
+  int lo = n ? c->instrs[0]->id : 0, hi = lo;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    if (c->instrs[i]->id < lo) lo = c->instrs[i]->id;
+    if (c->instrs[i]->id > hi) hi = c->instrs[i]->id;
+  }
+  if (!(B->pos = malloc(sizeof *B->pos * (size_t)(hi - lo + 1)))) return;
+  for (int i = 0; i <= hi - lo; i++) B->pos[i] = -1;
+  for (ptrdiff_t i = 0; i < n; i++) B->pos[c->instrs[i]->id - lo] = (int)i;
+  B->pos_lo = lo;
+  B->npos = hi - lo + 1;
+  B->pos_comp = c;
 }
 
 static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out) {
@@ -187,7 +240,10 @@ static hj_status rtc_program(rtc_build *B, const hlo_comp *c, th_program **out) 
     arrput(p->thunks, t);
     B->x->stats.copies++;
   }
-  for (int i = 0; i < n && st == HJ_OK; i++) st = rtc_thunk(B, p, i);
+  for (int i = 0; i < n && st == HJ_OK; i++) {
+    if (B->pos_comp != c) rtc_pos_build(B, c);   /* again after a nested program */
+    st = rtc_thunk(B, p, i);
+  }
   for (ptrdiff_t k = 0; st == HJ_OK && k < arrlen(p->plan.copies); k++) {
     const ba_copy *cp = &p->plan.copies[k];
     th_thunk t = { .kind = TH_COPY, .ins = c->root };
@@ -229,6 +285,16 @@ static bool rtc_broken(LLVMModuleRef mod, const char *prefix) {
   return false;
 }
 
+/* LLVM instructions in |mod|: what the optimiser and code generator will chew on (a
+   module's compile time grows with it), for spreading kernels over modules. */
+static double rtc_ir_size(LLVMModuleRef mod) {
+  double n = 0;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) n++;
+  return n;
+}
+
 static void rtc_count(hj_exec_stats_t *s, emit_kind k) {
   switch (k) {
   case EMIT_KIND_LOOP: s->kernels_loop++; break;
@@ -240,8 +306,79 @@ static void rtc_count(hj_exec_stats_t *s, emit_kind k) {
   }
 }
 
-/* Step 4 for one pending fusion. Returns true when a kernel was emitted. */
-static bool rtc_emit_one(rtc_build *B, emit_module *em, rtc_pending *pe) {
+/* ---- kernel deduplication ---------------------------------------------------------------
+   Fusions that are structurally the same (hlo_encode_fusion: ops, shapes, layouts,
+   attributes, constants' bytes, up to names) and got the same in-place decisions share one
+   kernel: emitted, optimised and compiled once, launched with each thunk's buffers (and for
+   matmuls one plan, shared by the thunks). The fingerprint finds the candidates, the bytes
+   decide. A 12-layer model then compiles about as many kernels as a 1-layer one. */
+
+/* The key of pending fusion |pe| into *key (stb_ds); false when it cannot be encoded. */
+static bool rtc_key(const rtc_pending *pe, const th_thunk *t, emit_kind kind, uint8_t **key) {
+  if (!hlo_encode_fusion(t->ins, key)) return false;
+  int64_t tail[3] = { pe->dus_inplace, pe->inplace_operand, kind };
+  memcpy(arraddnptr(*key, sizeof tail), tail, sizeof tail);
+  return true;
+}
+
+static hj_status rtc_slots_grow(rtc_build *B) {
+  int n = B->nslots ? B->nslots * 2 : 64;
+  int *sl = malloc(sizeof *sl * (size_t)n);
+  if (!sl) return hj__err(B->ctx, HJ_ERR_OOM, "%s: out of memory", B->t->name);
+  for (int i = 0; i < n; i++) sl[i] = -1;
+  for (ptrdiff_t k = 0; k < arrlen(B->kerns); k++) {
+    int h = (int)(B->kerns[k].fp.lo & (uint64_t)(n - 1));
+    while (sl[h] >= 0) h = (h + 1) & (n - 1);
+    sl[h] = (int)k;
+  }
+  free(B->slots);
+  B->slots = sl;
+  B->nslots = n;
+  return HJ_OK;
+}
+
+/* The kernel with key |key|, or -1. */
+static int rtc_find(const rtc_build *B, hlo_fingerprint fp, const uint8_t *key) {
+  if (!B->nslots) return -1;
+  for (int h = (int)(fp.lo & (uint64_t)(B->nslots - 1)); B->slots[h] >= 0; h = (h + 1) & (B->nslots - 1)) {
+    const rtc_kern *k = &B->kerns[B->slots[h]];
+    if (k->fp.lo == fp.lo && k->fp.hi == fp.hi && arrlen(k->key) == arrlen(key) &&
+        memcmp(k->key, key, (size_t)arrlen(key)) == 0)
+      return B->slots[h];
+  }
+  return -1;
+}
+
+static hj_status rtc_add(rtc_build *B, rtc_kern *k) {
+  if (2 * (arrlen(B->kerns) + 1) > B->nslots) {
+    hj_status st = rtc_slots_grow(B);
+    if (st != HJ_OK) return st;
+  }
+  arrput(B->kerns, *k);
+  int h = (int)(k->fp.lo & (uint64_t)(B->nslots - 1));
+  while (B->slots[h] >= 0) h = (h + 1) & (B->nslots - 1);
+  B->slots[h] = (int)arrlen(B->kerns) - 1;
+  return HJ_OK;
+}
+
+/* Thunk |t| runs the kernel already emitted for thunk |src|. */
+static void rtc_share(th_thunk *t, const th_thunk *src) {
+  t->kind = src->kind;
+  snprintf(t->sym, sizeof t->sym, "%s", src->sym);
+  t->emitter = src->emitter;
+  t->parallel_n = src->parallel_n;
+  t->grain = src->grain;
+  t->matmul = src->matmul;
+  t->runtime_op = src->runtime_op;
+  t->emit_error = src->emit_error;
+  snprintf(t->why, sizeof t->why, "%s", src->why);
+}
+
+/* Step 4 for one pending fusion, into the least loaded of the |nmod| modules |ems|
+   (|load|: LLVM instructions in it; |nkern|: kernels). Returns true when the thunk got a kernel
+   (emitted now or shared with an identical fusion). */
+static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load, int *nkern,
+                         rtc_pending *pe) {
   hj_ctx_t *ctx = B->ctx;
   rt_exec *x = B->x;
   th_thunk *t = &pe->p->thunks[pe->thunk];
@@ -255,8 +392,47 @@ static bool rtc_emit_one(rtc_build *B, emit_module *em, rtc_pending *pe) {
     x->stats.runtime_ops++;
     return false;
   }
+  double tf = rt_now_ms();
+  rtc_kern rk = { .module = -1 };
+  bool keyed = rtc_key(pe, t, kind, &rk.key);
+  int found = -1;
+  if (keyed) {
+    rk.fp = hlo_fingerprint_bytes(rk.key, (size_t)arrlen(rk.key));
+    found = rtc_find(B, rk.fp, rk.key);
+  }
+  x->stats.fingerprint_ms += rt_now_ms() - tf;
+  if (found >= 0) {
+    const rtc_kern *k = &B->kerns[found];
+    arrfree(rk.key);
+    rtc_share(t, k->first);
+    if (k->failed) {
+      x->stats.evaluator_fallbacks++;
+      x->stats.emit_errors += t->emit_error;
+      return false;
+    }
+    rtc_count(&x->stats, kind);
+    return true;
+  }
+  /* the least loaded module (load: LLVM instructions emitted into it so far) of the
+     kernel's class when the target splits them (matmuls in the first half) */
+  int first = 0, step = 1;   /* split: even modules matmuls, odd ones the rest (so that a
+                                 parallel split into contiguous ranges mixes the classes) */
+  if (B->t->module_class && nmod >= 2) {
+    first = kind == EMIT_KIND_MATMUL ? 0 : 1;
+    step = 2;
+  }
+  int mi = first;
+  for (int i = first + step; i < nmod; i += step)
+    if (load[i] < load[mi]) mi = i;
+  emit_module *em = &ems[mi];
   char name[64];
-  B->t->unique_name(B->t->ud, "hjk", name, sizeof name);
+  if (keyed && B->t->kernel_name) {
+    char base[40];
+    snprintf(base, sizeof base, "hjk_%016llx", (unsigned long long)rk.fp.lo);
+    B->t->kernel_name(B->t->ud, base, name, sizeof name);
+  } else {
+    B->t->unique_name(B->t->ud, "hjk", name, sizeof name);
+  }
   hj_status last = ctx->last;
   char *saved = malloc(sizeof ctx->err);
   if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
@@ -278,47 +454,91 @@ static bool rtc_emit_one(rtc_build *B, emit_module *em, rtc_pending *pe) {
   ctx->last = last;
   if (saved) memcpy(ctx->err, saved, sizeof ctx->err);
   free(saved);
-  if (st != HJ_OK) return false;
-  t->kind = k.kind == EMIT_KIND_MATMUL ? TH_MATMUL : TH_KERNEL;
-  snprintf(t->sym, sizeof t->sym, "%s", k.name[0] ? k.name : name);
-  t->emitter = emit_kind_name(k.kind);
-  t->parallel_n = k.parallel_n;
-  t->grain = k.grain;
-  t->matmul = k.matmul;
-  if (k.matmul) arrput(x->matmuls, k.matmul);
-  rtc_count(&x->stats, k.kind);
-  return true;
+  if (st == HJ_OK) {
+    t->kind = k.kind == EMIT_KIND_MATMUL ? TH_MATMUL : TH_KERNEL;
+    snprintf(t->sym, sizeof t->sym, "%s", k.name[0] ? k.name : name);
+    t->emitter = emit_kind_name(k.kind);
+    t->parallel_n = k.parallel_n;
+    t->grain = k.grain;
+    t->matmul = k.matmul;
+    if (k.matmul) arrput(x->matmuls, k.matmul);
+    rtc_count(&x->stats, k.kind);
+    x->stats.kernels_distinct++;
+    if (nmod > 1) load[mi] = rtc_ir_size(em->mod);
+    nkern[mi]++;
+  }
+  rk.first = t;
+  rk.failed = st != HJ_OK;
+  rk.module = st == HJ_OK ? mi : -1;
+  if (!keyed || rtc_add(B, &rk) != HJ_OK) arrfree(rk.key);
+  return st == HJ_OK;
 }
 
-/* Steps 4-5: every pending fusion into one module, then the backend finishes it. */
+/* Steps 4-5: every pending fusion into the target's modules (several when it compiles
+   them in parallel), then the backend finishes them. */
 static hj_status rtc_emit_all(rtc_build *B) {
   const rt_target *t = B->t;
   rt_exec *x = B->x;
   if (arrlen(B->pending) == 0) return HJ_OK;
-  char modname[160];
-  snprintf(modname, sizeof modname, "%03d.%s", x->seq, x->m->name);
-  LLVMContextRef llctx;
-  LLVMModuleRef mod;
-  void *handle = NULL;
-  hj_status st = t->module_begin(t->ud, modname, &llctx, &mod, &handle);
-  if (st != HJ_OK) return st;
+  int nmod = t->max_modules > 1 && t->module_finish_many ? t->max_modules : 1;
+  if (t->module_class && t->module_finish_many) nmod *= 2;   /* matmuls and the rest apart */
+  if (nmod > RT_MAX_MODULES) nmod = RT_MAX_MODULES;
+  /* no more modules than about one per 4 distinct fusions: a module has a fixed cost */
+  int cap = (int)((arrlen(B->pending) + 3) / 4);
+  if (nmod > cap) nmod = cap < 1 ? 1 : cap;
+  LLVMContextRef llctx[RT_MAX_MODULES];
+  LLVMModuleRef mod[RT_MAX_MODULES];
+  void *handle[RT_MAX_MODULES] = { 0 };
+  emit_module em[RT_MAX_MODULES];
+  double load[RT_MAX_MODULES] = { 0 };
+  int nkern[RT_MAX_MODULES] = { 0 };
+  hj_status st = HJ_OK;
+  int made = 0;
+  for (; made < nmod && st == HJ_OK; made++) {
+    char modname[160];
+    if (nmod == 1) snprintf(modname, sizeof modname, "%03d.%s", x->seq, x->m->name);
+    else snprintf(modname, sizeof modname, "%03d.%s.%d", x->seq, x->m->name, made);
+    st = t->module_begin(t->ud, modname, &llctx[made], &mod[made], &handle[made]);
+    if (st != HJ_OK) break;
+    if (t->module_class && nmod >= 2) t->module_class(t->ud, handle[made], made % 2);
+    emit_module_init(&em[made], B->ctx, llctx[made], mod[made], &t->emit);
+    if (t->kernel_name) {   /* from the optimised module's fingerprint: the same in every process */
+      char base[40];
+      snprintf(base, sizeof base, "hjs_%012llx_%d", (unsigned long long)(x->fingerprint.lo >> 16), made);
+      t->kernel_name(t->ud, base, em[made].shared_prefix, sizeof em[made].shared_prefix);
+    } else {
+      t->unique_name(t->ud, "hjs", em[made].shared_prefix, sizeof em[made].shared_prefix);
+    }
+  }
+  if (st != HJ_OK) {
+    for (int i = 0; i < made; i++) {
+      emit_module_dispose(&em[i]);
+      t->module_discard(t->ud, handle[i]);
+    }
+    return st;
+  }
   double t0 = rt_now_ms();
-  emit_module em;
-  emit_module_init(&em, B->ctx, llctx, mod, &t->emit);
-  t->unique_name(t->ud, "hjs", em.shared_prefix, sizeof em.shared_prefix);
   int nk = 0;
-  for (ptrdiff_t i = 0; i < arrlen(B->pending); i++) nk += rtc_emit_one(B, &em, &B->pending[i]);
-  emit_module_dispose(&em);
+  for (ptrdiff_t i = 0; i < arrlen(B->pending); i++) nk += rtc_emit_one(B, em, nmod, load, nkern, &B->pending[i]);
+  for (int i = 0; i < nmod; i++) emit_module_dispose(&em[i]);
   x->stats.emit_ms = rt_now_ms() - t0;
-  if (nk == 0) {
-    t->module_discard(t->ud, handle);
+  /* modules nothing went into are discarded */
+  int used = 0;
+  for (int i = 0; i < nmod; i++) {
+    if (nkern[i]) handle[used++] = handle[i];
+    else t->module_discard(t->ud, handle[i]);
+  }
+  if (nk == 0 || used == 0) {
+    for (int i = 0; i < used; i++) t->module_discard(t->ud, handle[i]);
     return HJ_OK;
   }
+  x->stats.llvm_modules = used;
   for (ptrdiff_t i = 0; i < arrlen(B->pending); i++) {
     th_thunk *th = &B->pending[i].p->thunks[B->pending[i].thunk];
     if (th->kind == TH_KERNEL || th->kind == TH_MATMUL) arrput(x->kernels, th);
   }
-  return t->module_finish(t->ud, handle, x);
+  if (used == 1 && !t->module_finish_many) return t->module_finish(t->ud, handle[0], x);
+  return t->module_finish_many(t->ud, handle, used, x);
 }
 
 /* hj_exec_stats.bytes_moved: the leaves each data-moving thunk reads and writes, every
@@ -347,19 +567,38 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
   rtc_build B = { .ctx = ctx, .t = t, .x = x };
   hj_status st = HJ_OK;
   if (!(x->m = hlo_module_clone_in(ctx, m))) st = ctx->last ? ctx->last : HJ_ERR_OOM;
-  if (st == HJ_OK) st = rtc_passes(ctx, t, x->m);
+  double tp = rt_now_ms();
+  if (st == HJ_OK) {
+    hj_pass_time_t ct = { "clone", tp - t0, 1 };
+    arrput(x->pass_times, ct);
+    st = rtc_passes(ctx, t, x->m, x);
+  }
   if (st == HJ_OK) rtc_dump_module(ctx, x->seq, x->m);
+  if (st == HJ_OK) {
+    double tf = rt_now_ms();
+    x->fingerprint = hlo_fingerprint_module(x->m);
+    x->stats.fingerprint_ms += rt_now_ms() - tf;
+  }
+  tp = rt_now_ms();
   if (st == HJ_OK) st = rtc_program(&B, x->m->entry, &x->entry);
+  hj_pass_time_t bt = { "buffer-assignment+thunks", rt_now_ms() - tp, 1 };
+  arrput(x->pass_times, bt);
   x->stats.passes_ms = rt_now_ms() - t0;
   if (st == HJ_OK) st = rtc_emit_all(&B);
   if (st == HJ_OK) x->stats.bytes_moved = rtc_bytes_moved(x);
   if (st == HJ_OK) rtc_dumps(&B);
   arrfree(B.pending);
+  for (ptrdiff_t i = 0; i < arrlen(B.kerns); i++) arrfree(B.kerns[i].key);
+  arrfree(B.kerns);
+  free(B.slots);
+  free(B.pos);
   if (st != HJ_OK) {
     rt_exec_free(x);
     return st;
   }
   x->stats.compile_ms = rt_now_ms() - t0;
+  x->stats.pass_times = x->pass_times;
+  x->stats.npass_times = (int)arrlen(x->pass_times);
   return HJ_OK;
 }
 
@@ -370,6 +609,7 @@ void rt_exec_free(rt_exec *x) {
   arrfree(x->matmuls);
   arrfree(x->programs);
   arrfree(x->kernels);
+  arrfree(x->pass_times);
   hlo_module_free(x->m);
   memset(x, 0, sizeof *x);
 }

@@ -225,7 +225,10 @@ void rt_dcache_digest(const void *data, size_t n, char hex[33]);
         each fusion pending emission (its dus_inplace decision and its in-place
         elementwise operand: buffer assignment asks emit_loop_inplace_ok whether the loop
         kernel reads that operand only at the element it writes);
-     4. ONE LLVM module (target->module_begin) for all pending fusions: emit_classify ->
+     4. the LLVM module(s) (target->module_begin; one, or up to max_modules for a target
+        that compiles them in parallel, kernels spread by size) for all pending fusions;
+        fusions that are structurally identical (hlo_encode_fusion, same in-place
+        decisions) share one kernel, named after its fingerprint; emit_classify ->
         EMIT_KIND_RUNTIME becomes an evaluator thunk; else emit_fusion_inplace -> a kernel
         (or a matmul plan); any error from the emitter (HJ_ERR_UNSUPPORTED, or a bug)
         deletes what it emitted and makes the fusion an evaluator thunk, counted and named
@@ -243,6 +246,11 @@ typedef struct rt_exec {         /* the target-independent part of an executable
   struct emit_matmul_plan **matmuls;   /* stb_ds: owned */
   hj_exec_stats_t stats;         /* compile statistics; the backend sets |backend| */
   int seq;                       /* dump number: files NNN.NAME.* */
+  hj_pass_time_t *pass_times;    /* stb_ds: stats.pass_times */
+  hlo_fingerprint fingerprint;   /* of the optimised module (hlo_fingerprint_module): the
+                                    key a cache of compiled code can use; kernel symbols
+                                    are hjk_<their fusion's fingerprint>, shared matmul
+                                    kernels hjs_<this fingerprint>_<module> */
 } rt_exec;
 
 typedef struct rt_pass_step {    /* a backend's own pass, run around the shared pipeline */
@@ -266,7 +274,23 @@ typedef struct rt_target {
   /* Optimises and loads the module (consuming |handle|) and resolves x->kernels; records
      stats.optimize_ms and stats.codegen_ms. */
   hj_status (*module_finish)(void *ud, void *handle, rt_exec *x);
+  /* Optional (NULL: every symbol from unique_name "hjk"): the symbol of a kernel whose
+     fingerprint names |base| ("hjk_<16 hex>"), unique in the backend's code space:
+     |base| itself the first time, so the name is the same in every process. */
+  void (*kernel_name)(void *ud, const char *base, char *buf, size_t n);
+  /* Optional, with max_modules > 1: the kernels are spread over up to max_modules modules
+     (RT_MAX_MODULES at most; fewer for small programs), each in its own LLVM context, which
+     this hook optimises and loads (consuming the |n| handles; the backend may do it on
+     several threads) before resolving x->kernels like module_finish. */
+  int max_modules;
+  hj_status (*module_finish_many)(void *ud, void *const *handles, int n, rt_exec *x);
+  /* Optional, with module_finish_many: matmul kernels and the others go to separate
+     modules (up to max_modules of each, alternating), and each module is told its class
+     after module_begin (0: matmul kernels, 1: the rest), so the backend may optimise the
+     classes differently. */
+  void (*module_class)(void *ud, void *handle, int cls);
 } rt_target;
+#define RT_MAX_MODULES 16
 
 /* Compiles |m| (not kept) for |t| into *out (zeroed first; on failure what was made is
    freed). Free a compiled one with rt_exec_free (after the backend unloaded its code). */

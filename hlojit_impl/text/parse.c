@@ -137,12 +137,15 @@ static hj_status prs_dims(hlo_parser *P, hlo_shape *s) {
     if (s->rank == HLO_MAX_RANK)
       return hlo_prs_err(P, t.pos, HJ_ERR_UNSUPPORTED, "shape has more than %d dimensions (the maximum rank)",
                          HLO_MAX_RANK);
-    if (v > 0 && numel > ((int64_t)1 << 53) / (int64_t)v)
-      return hlo_prs_err(P, open, HJ_ERR_PARSE, "shape has too many elements (more than 2^53)");
-    numel *= (int64_t)v;
     s->dynamic[s->rank] = bounded;
     s->dims[s->rank++] = (int64_t)v;
-    if (hlo_prs_accept(P, ']')) return HJ_OK;
+    /* checked once all dims are in (ir.h's hlo_dims_numel): a zero dim anywhere makes the
+       count 0, so f32[4,9223372036854775807,0] reads back as f32[0,9223372036854775807,4] does */
+    if (hlo_prs_accept(P, ']')) {
+      if (!hlo_dims_numel(s->rank, s->dims, &numel))
+        return hlo_prs_err(P, open, HJ_ERR_PARSE, "shape has too many elements (more than 2^53)");
+      return HJ_OK;
+    }
     PRS_TRY(hlo_prs_expect(P, ','));
   }
 }

@@ -105,7 +105,9 @@ void hlo_print_literal(char **sb, const hlo_literal *l) {
     sb_puts(sb, ")");
     return;
   }
-  if (l->shape.type == HLO_TOKEN || !l->data) {
+  /* a zero-element array has no data but still prints a brace per level ({ {}, {} } for
+     f32[2,0]), which is what the parser reads back (fuzz_hlo, issue 14) */
+  if (l->shape.type == HLO_TOKEN || (!l->data && hlo_shape_numel(&l->shape) != 0)) {
     sb_puts(sb, l->shape.rank == 0 ? "0" : "{}");
     return;
   }

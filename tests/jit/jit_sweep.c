@@ -85,7 +85,7 @@ static hj_status sw_block(hj_graph_t *g, const hj_tensor_t *p, int n, void *u) {
   hj_tensor_t h = hj_layer_norm(x, p[1], p[2], 1e-5), s[3];
   hj_tensor_t qkv = hj_add(hj_matmul(h, p[3]), p[4]);                        // (T, 48)
   const int64_t sizes[3] = { 16, 16, 16 };
-  hj_status st = hj_split(qkv, 1, sizes, 3, s);
+  hj_status st = hj_unpack(hj_split(qkv, 1, sizes, 3), s, 3);
   if (st != HJ_OK) return st;
   static const int64_t hd[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
   hj_tensor_t q = sw_heads(s[0], hd), k = sw_heads(s[1], kt), v = sw_heads(s[2], hd);
