@@ -191,9 +191,10 @@ include bench/bench.mk
 # The GPT-2 example's tokenizer and checkpoint loaders, and their tests (test-gpt2).
 include examples/gpt2/gpt2.mk
 
+# The main job: GPT-2 in plain C through hlojit (examples/gpt2/gpt2.mk: gpt2-demo).
 demo: deps
-	$(MAKE) all
-	$(PY) examples/mlp_check.py
+	$(MAKE) all gpt2
+	@$(MAKE) --no-print-directory gpt2-demo
 
 # `make install PREFIX=/usr/local` (and DESTDIR for staging): hlojit.h, libhlojit.a,
 # libhlojit.so, the hlojit tool, and PREFIX/lib/pkgconfig/hlojit.pc, whose Libs carry

@@ -17,7 +17,17 @@
 #                   tests/gpt2/gen_checkpoints.py (numpy, the safetensors library) read back
 #                   value for value; truncated, inconsistent and malformed files each give a
 #                   clear error under ASan+UBSan
-#   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process
+#   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process;
+#                   tests/gpt2/test_gpt2_sample.c: the sampler's generator and distributions
+#   test-gpt2-gen   tests/gpt2/test_gpt2_gen.py: build/gpt2 layer by layer against a NumPy
+#                   GPT-2 (random checkpoints in three formats, every graph split, both
+#                   backends), its command line, broken files through build/asan/gpt2
+#                   (HLOJIT_GPT2_124M=1 adds the 124M-shaped check); needs the top-level
+#                   Makefile
+#   gpt2            $(B)/gpt2 (the program, examples/gpt2/main.c) and $(B)/asan/gpt2
+#   gpt2-demo       runs build/gpt2 on the bundled Shakespeare model (a random-weight model
+#                   until it is there); `make demo` builds everything and runs this
+#   bench-gpt2      bench/bench_gpt2.c: 124M prefill / decode against sgemm and bandwidth
 #
 # For the gpt2 program: compile GPT2_SRC into it (or link GPT2_OBJ) and add GPT2_LDLIBS.
 # stb_ds comes in under its own names (gpt2_ds.h), so linking libhlojit.a as well is fine.
@@ -51,11 +61,12 @@ gpt2-tools: $(GPT2_TOOLS) $(GPT2_TOOLS_SAN)
 
 # These pattern rules are more specific than the top-level $(B)/%.o ones, so make picks
 # them for these files.
-$(B)/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+# (hlojit.h too: model.c, session.c and main.c use the library's API.)
+$(B)/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS) $(wildcard hlojit.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(B)/asan/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS)
+$(B)/asan/$(GPT2_DIR)/%.o: $(GPT2_DIR)/%.c $(GPT2_HDRS) $(wildcard hlojit.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -c $< -o $@
 
@@ -86,10 +97,67 @@ test-gpt2-tok: gpt2-tools
 test-gpt2-weights: gpt2-tools
 	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_weights.py
 
-test-gpt2-unit: $(B)/asan/tests/test_gpt2_api
+$(B)/asan/tests/test_gpt2_sample: tests/gpt2/test_gpt2_sample.c $(GPT2_DIR)/sample.c \
+                                   $(GPT2_DIR)/sample.h $(GPT2_DIR)/gpt2_err.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -I$(GPT2_DIR) $< $(GPT2_DIR)/sample.c -o $@ -lcmocka -lm
+
+test-gpt2-unit: $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample
 	ASAN_OPTIONS=detect_leaks=1 GPT2_DATA=$(GPT2_DIR)/data $(B)/asan/tests/test_gpt2_api
+	ASAN_OPTIONS=detect_leaks=1 $(B)/asan/tests/test_gpt2_sample
+
+# test-gpt2-gen needs the gpt2 program, so the top-level Makefile (libhlojit.a).
+GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights $(if $(LIB_OBJ),test-gpt2-gen)
 
 test-gpt2:
-	@fail=0; for t in test-gpt2-unit test-gpt2-tok test-gpt2-weights; do \
+	@fail=0; for t in $(GPT2_SUITES); do \
 	  $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || fail=1; done; \
 	exit $$fail
+
+# ---- the gpt2 program (needs the top-level Makefile: libhlojit.a, LDLIBS) ----------------
+# $(B)/gpt2 and its ASan+UBSan twin $(B)/asan/gpt2 (linked with $(B)/asan/libhlojit.a).
+GPT2_PROG_SRC := $(GPT2_DIR)/main.c $(GPT2_DIR)/session.c $(GPT2_DIR)/model.c \
+                 $(GPT2_DIR)/sample.c
+GPT2_PROG_OBJ := $(GPT2_PROG_SRC:%.c=$(B)/%.o)
+GPT2_PROG_OBJ_SAN := $(GPT2_PROG_SRC:%.c=$(B)/asan/%.o)
+GPT2_VOCAB_DEF := -DGPT2_VOCAB_DIR='"$(abspath $(GPT2_DIR)/data/gpt2-bpe)"'
+
+.PHONY: gpt2
+gpt2: $(B)/gpt2 $(B)/asan/gpt2
+
+$(B)/$(GPT2_DIR)/main.o $(B)/asan/$(GPT2_DIR)/main.o: CFLAGS += $(GPT2_VOCAB_DEF)
+
+$(B)/gpt2: $(GPT2_PROG_OBJ) $(GPT2_OBJ) $(B)/libhlojit.a
+	$(CC) $(CFLAGS) $^ -o $@ $(GPT2_LDLIBS) $(LDLIBS)
+
+$(B)/asan/gpt2: $(GPT2_PROG_OBJ_SAN) $(GPT2_OBJ_SAN) $(B)/asan/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) $^ -o $@ $(GPT2_LDLIBS) $(LDLIBS)
+
+# ---- bench/bench_gpt2.c: 124M prefill and decode against sgemm and read bandwidth ---------
+.PHONY: bench-gpt2
+$(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h $(B)/$(GPT2_DIR)/session.o \
+                       $(B)/$(GPT2_DIR)/model.o $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter-out %.h,$^) -o $@ -lopenblas $(LDLIBS)
+
+bench-gpt2: $(B)/bench/bench_gpt2
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_gpt2
+
+# ---- tests of the program, and the demo --------------------------------------------------
+.PHONY: test-gpt2-gen gpt2-demo
+test-gpt2-gen: gpt2
+	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gen.py
+
+GPT2_BUNDLED := $(GPT2_DIR)/data/shakespeare/model.bin
+GPT2_DEMO_ARGS := --tokens 200 --temperature 0.8 --top-k 40 --seed 1 --stats
+gpt2-demo: $(B)/gpt2
+	@if [ -f $(GPT2_BUNDLED) ]; then \
+	  echo "== GPT-2 (bundled Shakespeare model) on the CPU, prompt 'ROMEO:'"; \
+	  $(B)/gpt2 --model $(GPT2_BUNDLED) --prompt "ROMEO:" $(GPT2_DEMO_ARGS); \
+	else \
+	  echo "== $(GPT2_BUNDLED) is not there yet: a random-weight GPT-2 (L=2, C=64, GPT-2's vocabulary) instead"; \
+	  $(PY) tests/gpt2/gen_checkpoints.py $(B)/gpt2-demo --L 2 --NH 4 --C 64 --V 50257 \
+	    --Vp 50304 --maxT 256 --seed 1 --init gpt2 > /dev/null && \
+	  $(B)/gpt2 --model $(B)/gpt2-demo/model.bin --prompt "The meaning of life is" $(GPT2_DEMO_ARGS); \
+	fi

@@ -69,7 +69,7 @@ int gpt2_w_map(const char *path, void **map, size_t *size, gpt2_err *err) {
   } else if (!S_ISREG(st.st_mode)) {
     gpt2_errf(err, "%s: not a regular file", path);
   } else if (st.st_size == 0) {
-    gpt2_errf(err, "%s: empty file", path);
+    gpt2_errf(err, "%s: empty file (0 bytes: not even a header)", path);
   } else if (GPT2_W_HEAP) {
     if (read_whole(fd, (size_t)st.st_size, map, path, err) == 0) {
       *size = (size_t)st.st_size;

@@ -7,7 +7,8 @@ Conv1D (in, out) weights, plus the config.json that transformers writes for GPT-
 come from one set of parameters, so a loader reading both must see the same model.
 
     python tests/gpt2/gen_checkpoints.py OUT_DIR [--L 2 --NH 4 --C 64 --V 300 --Vp 320
-                                                  --maxT 32 --seed 1 --dtype f32|bf16]
+                                                  --maxT 32 --seed 1 --dtype f32|bf16
+                                                  --init normal|gpt2]
 writes OUT_DIR/model.bin, OUT_DIR/model.safetensors and OUT_DIR/config.json. The 124M
 shape is --L 12 --NH 12 --C 768 --V 50257 --Vp 50304 --maxT 1024 (about 500 MB each in f32).
 """
@@ -59,6 +60,31 @@ def random_params(cfg, seed=1, dtype="f32"):
             a = a.astype(ml_dtypes.bfloat16)
         p[name] = a
     p["wte"][cfg["V"]:] = 0  # llm.c pads the vocab rows with zeros
+    return p
+
+
+def gpt2_params(cfg, seed=1, dtype="f32"):
+    """Like random_params, at GPT-2's initialisation scales (N(0, 0.02) matrices and
+    embeddings, the residual projections scaled by 1/sqrt(2 L)), with nonzero biases and
+    layer-norm parameters near (1, 0): activations stay O(1) through any depth, as in a
+    trained model, so f32 results can be compared at tight tolerances."""
+    rng = np.random.default_rng(seed)
+    L = cfg["L"]
+    scale = {"wte": 0.02, "wpe": 0.02, "qkvw": 0.02, "fcw": 0.02,
+             "attprojw": 0.02 / np.sqrt(2 * L), "fcprojw": 0.02 / np.sqrt(2 * L)}
+    p = {}
+    for name, shape in llmc_shapes(cfg).items():
+        a = rng.standard_normal(shape, dtype=np.float32)
+        if name in scale:
+            a *= np.float32(scale[name])
+        elif name in ("ln1w", "ln2w", "lnfw"):
+            a = np.float32(1) + np.float32(0.1) * a
+        else:  # biases
+            a *= np.float32(0.02)
+        if dtype == "bf16":
+            a = a.astype(ml_dtypes.bfloat16)
+        p[name] = a
+    p["wte"][cfg["V"]:] = 0
     return p
 
 
@@ -132,9 +158,11 @@ def main():
         ap.add_argument("--" + k, type=int, default=v)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--init", choices=["normal", "gpt2"], default="normal",
+                    help="normal: N(0, 1) everywhere; gpt2: GPT-2's init scales")
     a = ap.parse_args()
     cfg = config(a.L, a.NH, a.C, a.V, a.Vp, a.maxT)
-    p = random_params(cfg, a.seed, a.dtype)
+    p = (gpt2_params if a.init == "gpt2" else random_params)(cfg, a.seed, a.dtype)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "model.bin"), "wb") as f:
         f.write(llmc_bytes(cfg, p, a.dtype))

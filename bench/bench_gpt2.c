@@ -1,0 +1,377 @@
+/* bench_gpt2.c — GPT-2 124M (examples/gpt2's session, CPU backend) against the machine's
+   own yardsticks, measured in the same run: prefill against OpenBLAS sgemm's FLOP rate,
+   decode against the memory read bandwidth.
+
+   // L = 12 layers, C = 768 channels, NH = 12 heads, V = 50257 (Vp 50304), maxT = 1024
+
+   The model: random f32 weights of GPT-2 small's shape made here (uniform, GPT-2-like
+   scales), llm.c's (out, in) layout, given to gpt2_session as a gpt2_weights (no file).
+   For each thread count (1 and 2; the session's context and OpenBLAS both set to it):
+     prefill T = 64 and T = 256: gpt2_session_prefill of T ids (the bucket is exactly T),
+       last-position logits only. Bound = FLOPs / the sgemm rate, where FLOPs = the block
+       matmuls 2 T (12 C^2) L + attention as computed (the full T x T squares, both
+       products: 4 T^2 C L) + the lm_head of one row 2 C Vp, and the rate is
+       cblas_sgemm's on 1024^3 (row-major, no transposes). Goal (issue 13): >= 0.75 of it
+       at T = 64, >= 0.85 at T = 256.
+     decode at context 256: after a prefill of 255 tokens, the step feeding position 255
+       (the attention spans 256 positions, cache bucket Tc = 256), repeated with
+       gpt2_session_rewind(255) before each. Bound = the bytes a step must read, every
+       parameter except the wpe rows it does not use (all of wte as the lm_head, all of
+       each block), at the read bandwidth: a read-only streaming sum over 4 x 128 MiB
+       chunks in a row out of 640 MiB (fresh memory, as the weights are; 512 MiB per
+       timing, about what a step reads) on as many threads. The KV cache the step reads
+       (2 L 256 C floats, 19 MB) is on top, so the ratio slightly understates. Goal:
+       >= 0.92.
+   Both are timed twice: with the session's default matrix layouts (session.h, LAYOUTS)
+   and with kernel_layouts off (every matrix as the file stores it, the head reading wte
+   itself), to show what the layouts buy.
+   Every measurement is the best of several runs, the runs of all kinds taking turns over
+   rounds, so a busy spell of a shared machine hits all of them; read the ratios (and the
+   load line at the end: other processes' share of the CPU during the run).
+
+     build/bench/bench_gpt2 [--rounds N] [--threads 1,2]
+   Exit status 1 if a run fails (not if a goal is missed: it prints the ratios). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bench_util.h"
+#include "examples/gpt2/session.h"
+
+/* OpenBLAS (no cblas.h on the build machine). */
+void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
+enum { ROW_MAJOR = 101, NO_TRANS = 111 };
+
+enum { L = 12, C = 768, NH = 12, V = 50257, VP = 50304, MAXT = 1024 };
+
+/* ---- random weights ------------------------------------------------------------------- */
+
+static float *g_params; /* one block for everything */
+
+static void fill(float *p, int64_t n, double base, double scale, uint32_t *r) {
+  for (int64_t i = 0; i < n; i++) {
+    *r = *r * 1664525u + 1013904223u;
+    p[i] = (float)(base + scale * ((double)(*r >> 8) / (1 << 24) * 2.0 - 1.0));
+  }
+}
+
+static gpt2_tensor view(float **cur, const char *name, int64_t d0, int64_t d1, gpt2_layout lay,
+                        double base, double scale, uint32_t *r) {
+  gpt2_tensor t = {.data = *cur, .dtype = GPT2_F32, .ndim = d1 ? 2 : 1,
+                   .shape = {d0, d1}, .layout = lay};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  int64_t n = d0 * (d1 ? d1 : 1);
+  fill(*cur, n, base, scale, r);
+  *cur += n;
+  return t;
+}
+
+static gpt2_weights *random_weights(void) {
+  static gpt2_weights w;
+  static gpt2_layer layer[L];
+  int64_t n = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C +
+              (int64_t)L * (12 * (int64_t)C * C + 13 * C);
+  g_params = malloc(sizeof *g_params * (size_t)n);
+  if (!g_params) return NULL;
+  float *p = g_params;
+  uint32_t r = 1234;
+  w.cfg = (gpt2_config){.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
+  w.wte = view(&p, "wte", VP, C, GPT2_ROWS, 0, 0.04, &r);
+  memset((float *)w.wte.data + (size_t)V * C, 0, sizeof(float) * (size_t)(VP - V) * C);
+  w.wpe = view(&p, "wpe", MAXT, C, GPT2_ROWS, 0, 0.02, &r);
+  for (int l = 0; l < L; l++) {
+    gpt2_layer *y = &layer[l];
+    y->ln1w = view(&p, "ln1w", C, 0, GPT2_VECTOR, 1, 0.1, &r);
+    y->ln1b = view(&p, "ln1b", C, 0, GPT2_VECTOR, 0, 0.02, &r);
+    y->qkvw = view(&p, "qkvw", 3 * C, C, GPT2_OUT_IN, 0, 0.04, &r);
+    y->qkvb = view(&p, "qkvb", 3 * C, 0, GPT2_VECTOR, 0, 0.02, &r);
+    y->attprojw = view(&p, "attprojw", C, C, GPT2_OUT_IN, 0, 0.01, &r);
+    y->attprojb = view(&p, "attprojb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
+    y->ln2w = view(&p, "ln2w", C, 0, GPT2_VECTOR, 1, 0.1, &r);
+    y->ln2b = view(&p, "ln2b", C, 0, GPT2_VECTOR, 0, 0.02, &r);
+    y->fcw = view(&p, "fcw", 4 * C, C, GPT2_OUT_IN, 0, 0.04, &r);
+    y->fcb = view(&p, "fcb", 4 * C, 0, GPT2_VECTOR, 0, 0.02, &r);
+    y->fcprojw = view(&p, "fcprojw", C, 4 * C, GPT2_OUT_IN, 0, 0.01, &r);
+    y->fcprojb = view(&p, "fcprojb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
+  }
+  w.lnfw = view(&p, "lnfw", C, 0, GPT2_VECTOR, 1, 0.1, &r);
+  w.lnfb = view(&p, "lnfb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
+  w.layer = layer;
+  return &w;
+}
+
+/* ---- yardsticks -------------------------------------------------------------------------- */
+
+/* Read bandwidth: |nt| threads each sum their half of a 128 MiB chunk, 4 sub-ranges in
+   lockstep with 4 vectors each (several streams in flight, as bench_matmul found the
+   gemv needs); persistent threads meet at a barrier. */
+#define RD_N (32 << 20)
+#define RD_CHUNKS 5
+typedef struct rd_pool rd_pool;
+typedef struct rd_arg {
+  rd_pool *pool;
+  int i;
+} rd_arg;
+struct rd_pool {
+  pthread_t th[8];
+  rd_arg args[8];
+  pthread_barrier_t go, done;
+  const float *p;
+  int nt, quit;
+  double sums[8];
+};
+
+#define RD_SUM(NAME, ATTR, VB)                                                              \
+  ATTR static double NAME(const float *p, int64_t n) {                                       \
+    typedef float v_t __attribute__((vector_size(VB)));                                    \
+    enum { W = VB / 4 };                                                                    \
+    v_t acc[4] = {{0}};                                                                     \
+    int64_t len = n / 4 / (4 * W) * (4 * W);                                                \
+    for (int64_t i = 0; i < len; i += 4 * W)                                                \
+      for (int l = 0; l < 4; l++) {                                                         \
+        v_t x0, x1, x2, x3;                                                                 \
+        const float *q = p + l * len + i;                                                   \
+        memcpy(&x0, q, sizeof x0), memcpy(&x1, q + W, sizeof x1);                           \
+        memcpy(&x2, q + 2 * W, sizeof x2), memcpy(&x3, q + 3 * W, sizeof x3);               \
+        acc[l] += (x0 + x1) + (x2 + x3);                                                    \
+      }                                                                                     \
+    double t = 0;                                                                           \
+    for (int l = 0; l < 4; l++)                                                             \
+      for (int w = 0; w < W; w++) t += acc[l][w];                                           \
+    return t;                                                                               \
+  }
+RD_SUM(rd_sum_base, , 16)
+RD_SUM(rd_sum_avx2, __attribute__((target("avx2"))), 32)
+RD_SUM(rd_sum_avx512, __attribute__((target("avx512f"))), 64)
+
+static double rd_sum(const float *p, int64_t n) {
+  return __builtin_cpu_supports("avx512f") ? rd_sum_avx512(p, n)
+         : __builtin_cpu_supports("avx2")  ? rd_sum_avx2(p, n) : rd_sum_base(p, n);
+}
+
+static void *rd_worker(void *u) {
+  rd_arg *a = u;
+  rd_pool *p = a->pool;
+  for (;;) {
+    pthread_barrier_wait(&p->go);
+    if (p->quit) return NULL;
+    int64_t per = RD_N / p->nt;
+    p->sums[a->i] += rd_sum(p->p + per * a->i, per);
+    pthread_barrier_wait(&p->done);
+  }
+}
+
+static int rd_start(rd_pool *p, int nt) {
+  memset(p, 0, sizeof *p);
+  p->nt = nt < 8 ? nt : 8;
+  pthread_barrier_init(&p->go, NULL, (unsigned)nt + 1);
+  pthread_barrier_init(&p->done, NULL, (unsigned)nt + 1);
+  for (int i = 0; i < nt; i++) {
+    p->args[i] = (rd_arg){p, i};
+    if (pthread_create(&p->th[i], NULL, rd_worker, &p->args[i])) return -1;
+  }
+  return 0;
+}
+
+static void rd_stop(rd_pool *p) {
+  p->quit = 1;
+  pthread_barrier_wait(&p->go);
+  for (int i = 0; i < p->nt; i++) pthread_join(p->th[i], NULL);
+  pthread_barrier_destroy(&p->go);
+  pthread_barrier_destroy(&p->done);
+}
+
+/* Memory like an hj_buffer's (hlojit's default allocator): 2 MiB aligned and advised as
+   transparent huge pages, so the yardstick reads the same kind of pages the weights sit in. */
+static void *big_alloc(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, 2u << 20, n)) return NULL;
+  madvise(p, n, MADV_HUGEPAGE);
+  return p;
+}
+
+static float *g_rd_mem;
+static int g_rd_next;
+
+/* One timed read of RD_READS chunks in a row, starting at the next one: about as many
+   bytes as a decode step reads, so on a shared machine both are equally likely to be hit
+   by another process's burst. Returns seconds. */
+#define RD_READS 4
+static double rd_once(rd_pool *p) {
+  double t0 = bench_now();
+  for (int i = 0; i < RD_READS; i++) {
+    p->p = g_rd_mem + (size_t)(g_rd_next++ % RD_CHUNKS) * RD_N;
+    pthread_barrier_wait(&p->go);
+    pthread_barrier_wait(&p->done);
+  }
+  return bench_now() - t0;
+}
+
+static float *g_a, *g_b, *g_c; /* sgemm operands, 1024^2 each */
+
+static double sgemm_once(void) {
+  double t0 = bench_now();
+  cblas_sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, 1024, 1024, 1024, 1.0f, g_a, 1024, g_b, 1024, 0.0f,
+              g_c, 1024);
+  return bench_now() - t0;
+}
+
+/* ---- the model ----------------------------------------------------------------------------- */
+
+typedef struct runner {
+  gpt2_session *s;
+  int32_t ids[256];
+  int bad;
+} runner;
+
+static double prefill_once(runner *r, int T) {
+  const float *lg;
+  gpt2_err err;
+  double t0 = bench_now();
+  if (gpt2_session_prefill(r->s, r->ids, T, &lg, &err)) {
+    fprintf(stderr, "bench_gpt2: prefill T=%d: %s\n", T, err.msg);
+    r->bad = 1;
+  }
+  return bench_now() - t0;
+}
+
+/* The step at position 255 (the cache must hold 255 positions). */
+static double decode_once(runner *r) {
+  const float *lg;
+  gpt2_err err;
+  gpt2_session_rewind(r->s, 255);
+  double t0 = bench_now();
+  if (gpt2_session_decode(r->s, 42, &lg, &err)) {
+    fprintf(stderr, "bench_gpt2: decode: %s\n", err.msg);
+    r->bad = 1;
+  }
+  return bench_now() - t0;
+}
+
+static void keep_min(double *best, double t) {
+  if (t < *best) *best = t;
+}
+
+int main(int argc, char **argv) {
+  bench_load load0 = bench_load_now();
+  int rounds = 3, threads[2] = {1, 2}, nthr = 2;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      nthr = sscanf(argv[++i], "%d,%d", &threads[0], &threads[1]);
+      if (nthr < 1) nthr = 1;
+    } else {
+      fprintf(stderr, "usage: bench_gpt2 [--rounds N] [--threads 1,2]\n");
+      return 2;
+    }
+  }
+  gpt2_weights *w = random_weights();
+  g_rd_mem = big_alloc(sizeof(float) * (size_t)RD_N * RD_CHUNKS);
+  g_a = malloc(4u << 20), g_b = malloc(4u << 20), g_c = malloc(4u << 20);
+  if (!w || !g_rd_mem || !g_a || !g_b || !g_c) return 1;
+  uint32_t r = 7;
+  fill(g_rd_mem, (int64_t)RD_N * RD_CHUNKS, 0, 1, &r);
+  fill(g_a, 1 << 20, 0, 1, &r);
+  fill(g_b, 1 << 20, 0, 1, &r);
+  printf("GPT-2 124M shape (L=%d C=%d NH=%d V=%d), random f32 weights (out, in), CPU backend\n",
+         L, C, NH, V);
+  printf("OpenBLAS core: %s\n", openblas_get_corename());
+
+  const double blocks = 12.0 * C * C * L;
+  double flops[2], bytes = 0;
+  const int Ts[2] = {64, 256};
+  for (int i = 0; i < 2; i++)
+    flops[i] = 2.0 * Ts[i] * blocks + 4.0 * Ts[i] * Ts[i] * C * L + 2.0 * C * VP;
+  bytes = 4.0 * ((double)VP * C + C + 2 * C + L * (12.0 * C * C + 13 * C));
+  double kv_bytes = 4.0 * 2 * L * 256 * C;
+
+  // run[v][t]: v = 0 the session's default (kernel_layouts), 1 every matrix as stored
+  runner run[2][2];
+  memset(run, 0, sizeof run);
+  rd_pool pool[2];
+  double t_gemm[2], t_rd[2], t_pf[2][2][2], t_dec[2][2], comp[2];
+  for (int t = 0; t < nthr; t++) {
+    for (int v = 0; v < 2; v++) {
+      gpt2_session_opts o;
+      gpt2_session_opts_init(&o);
+      o.backend = HJ_BACKEND_CPU;
+      o.num_threads = threads[t];
+      o.kernel_layouts = v == 0;
+      gpt2_err err;
+      runner *x = &run[v][t];
+      if (gpt2_session_create(w, &o, &x->s, &err)) {
+        fprintf(stderr, "bench_gpt2: %s\n", err.msg);
+        return 1;
+      }
+      for (int i = 0; i < 256; i++) x->ids[i] = (int32_t)((i * 7919) % V);
+      // Compile every bucket (and warm up) outside the timed rounds.
+      prefill_once(x, 64);
+      prefill_once(x, 256);
+      prefill_once(x, 255);
+      decode_once(x);
+      if (x->bad) return 1;
+      t_dec[v][t] = t_pf[v][t][0] = t_pf[v][t][1] = 1e30;
+    }
+    if (rd_start(&pool[t], threads[t])) return 1;
+    gpt2_session_stats st;
+    gpt2_session_get_stats(run[0][t].s, &st);
+    comp[t] = st.compile_s;
+    t_gemm[t] = t_rd[t] = 1e30;
+  }
+  for (int round = 0; round < rounds; round++)
+    for (int t = 0; t < nthr; t++) {
+      openblas_set_num_threads(threads[t]);
+      for (int k = 0; k < 3; k++) keep_min(&t_gemm[t], sgemm_once());
+      for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
+      for (int v = 0; v < 2; v++) {
+        runner *x = &run[v][t];
+        for (int k = 0; k < 3; k++) keep_min(&t_pf[v][t][0], prefill_once(x, 64));
+        for (int k = 0; k < 2; k++) keep_min(&t_pf[v][t][1], prefill_once(x, 256));
+        prefill_once(x, 255);
+      }
+      for (int k = 0; k < 10; k++)
+        for (int v = 0; v < 2; v++) keep_min(&t_dec[v][t], decode_once(&run[v][t]));
+      for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
+    }
+  int bad = 0;
+  printf("\n%-10s yardsticks (best of the run)   prefill (last-position logits)              decode at 256\n", "");
+  printf("%-10s %3s | %10s %9s | %-37s | %-37s | %s\n", "layouts", "thr", "sgemm GF/s", "read GB/s",
+         "T=64: ms  bound ms  ratio (goal 0.75)", "T=256: ms  bound ms  ratio (goal 0.85)",
+         "ms  bound ms  ratio (goal 0.92)  tok/s");
+  for (int v = 0; v < 2; v++)
+    for (int t = 0; t < nthr; t++) {
+      double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9, gbs = 4.0 * RD_N * RD_READS / t_rd[t] / 1e9;
+      double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = bytes / (gbs * 1e9);
+      const double *pf = t_pf[v][t], dec = t_dec[v][t];
+      printf("%-10s %3d | %10.1f %9.1f | %8.2f %9.2f %7.2f %s        | %9.2f %9.2f %7.2f %s        | "
+             "%6.2f %9.2f %7.2f %s %12.1f\n",
+             v ? "as stored" : "kernel", threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
+             b0 / pf[0] >= 0.75 ? "  " : "!!", pf[1] * 1e3, b1 * 1e3, b1 / pf[1],
+             b1 / pf[1] >= 0.85 ? "  " : "!!", dec * 1e3, bd * 1e3, bd / dec,
+             bd / dec >= 0.92 ? "  " : "!!", 1.0 / dec);
+      bad |= run[v][t].bad;
+    }
+  printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
+         " every matrix as llm.c stores it, (out, in), the head reading wte)\n");
+  printf("\nFLOPs: T=64 %.2f G, T=256 %.2f G (block matmuls + full attention squares + one lm_head "
+         "row); decode reads %.1f MB of weights (+ %.1f MB of KV cache, not in the bound)\n",
+         flops[0] / 1e9, flops[1] / 1e9, bytes / 1e6, kv_bytes / 1e6);
+  printf("compile (all buckets, s): ");
+  for (int t = 0; t < nthr; t++) printf("%d thr %.2f  ", threads[t], comp[t]);
+  printf("\n!! marks a ratio under its goal. ");
+  bench_load_report(load0);
+  for (int t = 0; t < nthr; t++) {
+    rd_stop(&pool[t]);
+    for (int v = 0; v < 2; v++) gpt2_session_free(run[v][t].s);
+  }
+  free(g_params);
+  free(g_rd_mem);
+  free(g_a), free(g_b), free(g_c);
+  return bad;
+}

@@ -1,0 +1,129 @@
+/* session.h — running GPT-2 through hlojit: the weights as buffers, the compiled graphs
+   (model.h) per length bucket, the KV cache, prefill and decode, timing and the verify
+   folder.
+
+   // L layers, C channels, NH heads, hs head size, V vocab, maxT context
+
+   STAGES. The network runs as a chain of graphs: by default an embedding graph, one block
+   graph (compiled once per bucket, run for every layer with that layer's weights) and a
+   head graph, so a bucket costs three small compiles instead of one large one (for the
+   124M shape one block compiles in about 1.3 s, the whole 12-layer graph in 21 s on this
+   machine). |layers_per_graph| N puts N blocks in each block graph; 0 makes the whole
+   model one graph (embedding, every block and the head).
+
+   BUCKETS. A prefill of n tokens runs through hlojit's tracing JIT (hj_jit_call): each
+   prefill stage is one hj_jit whose rows dim is HJ_DYN(maxT), in buckets 16, 32, 64, ...,
+   maxT; the JIT pads the rows, masks what crosses the padding and returns k, v, x and the
+   verify outputs at the real n rows, so a bucket is compiled once and every prompt length
+   in it runs on that code. (|prefill_jit| false: the session does the same by hand, one
+   hj_compile per bucket T, the ids padded with 0; padding rows cannot reach real ones,
+   model.h.) A decode step at position pos runs the block graph built for a
+   cache of Tc = the smallest power of two >= pos + 1 (at least 64, at most maxT) entries;
+   the cache buffers grow (a host copy of the filled rows) when pos reaches the bucket's
+   end. A model whose whole cache (K and V of maxT positions, every layer) takes at most
+   8 MiB gets Tc = maxT from the start: reading it costs little next to the compiles that
+   smaller buckets would need. The decode embedding and head graphs do not depend on Tc.
+   Decode executables are kept for the session's life, keyed by their spec: one compile
+   per cache bucket and graph kind (decode has no dynamic dims: the position is a runtime
+   scalar). Compiled code also lands in hlojit's disk cache, so a second process with the
+   same model compiles nothing (disk_hits).
+
+   KV CACHE. Per layer kc (NH, hs, Tc) and vc (NH, Tc, hs) buffers hold positions
+   0..length-1. A decode step's graph writes its position's key and value into them in
+   place (the caches are donated: outputs aliasing the inputs, model.h); the prefill's k
+   and v outputs (their real rows) are copied in on the host, once per prompt, as are the
+   filled rows when the cache grows into a bigger bucket.
+
+   WEIGHTS. Each tensor becomes an f32 hj_buffer: by default a copy, in the layout LAYOUTS
+   says, in hlojit's 2 MiB-aligned, huge-page-advised memory (a bf16 checkpoint is
+   widened to f32 here, so it computes exactly as its f32 twin and uses twice its file
+   size in memory). With |zero_copy|, every f32 tensor kept in the file's layout is
+   instead a read-only hj_buffer_wrap over the loader's mapping: no copy and no memory
+   beyond the page cache, but slower: GPT-2 124M decode, one thread, both settings in one
+   process taking turns, all matrices as stored: 41.5 and 59.1 ms a step over the mapping
+   against 33.2 and 44.3 ms over copies (two runs); with the kernel layouts (where only
+   wte, wpe, fcprojw and the vectors can be mapped) 25.7 / 33.1 against 24.0 / 23.5 ms.
+   The mapping's 4 KiB pages cost the matrix kernels TLB misses that the copies' 2 MiB
+   pages avoid; so copies are the default, and zero_copy is for a machine short of
+   memory.
+
+   LAYOUTS. Each matrix may run as x @ W with W (in, out) or as x @ W^T with W (out, in);
+   the CPU backend has an M = 1 (decode) kernel for each, and today they stream memory at
+   different speeds depending on the shape. With |kernel_layouts| (the default) the session
+   keeps each matrix in the layout that decoded fastest here, whatever the file's:
+     qkvw, attprojw, fcw (in, out); fcprojw (out, in); and, for the tied lm_head, a second
+     copy of wte transposed to (C, Vp), so the head is a plain x @ W (wte itself stays for
+     the embedding).
+   Measured on GPT-2 124M, one thread, the layouts taking turns in one process on this
+   shared 2-core machine: 12 decode blocks 17.9-21.4 ms this way against 21.8-24.8 ms
+   all (out, in) (llm.c's) and 20.4-23.5 ms all (in, out) (safetensors'); the lm_head
+   6.5-7.1 ms over wte^T against 10.2-14.3 ms over wte. The cost: V x C floats more memory
+   (154 MB at 124M) and transposes at start; prefill is not slower (bench_gpt2 times both
+   settings). When the library's kernels stream alike in both layouts, this goes.
+
+   VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
+   DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
+   the layout of tests/reference/gpt2.py's verify folders (n_0 = the prompt's real rows).
+
+   Errors: every function returns 0, or -1 with the message in |err| (hlojit's own message
+   when a compile or run fails). */
+#ifndef GPT2_SESSION_H
+#define GPT2_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpt2_err.h"
+#include "hlojit.h"
+#include "weights.h"
+
+typedef struct gpt2_session_opts {
+  hj_backend_t backend;   /* default HJ_BACKEND_AUTO */
+  int num_threads;        /* 0: all cores (default) */
+  int layers_per_graph;   /* default 1; 0: the whole model in one graph */
+  const char *verify_dir; /* NULL (default): no verify output */
+  bool kernel_layouts;     /* default true: matrices in the layouts of LAYOUTS; false: as
+                              the file stores them */
+  bool prefill_jit;        /* default true: prefill through hlojit's tracing JIT (BUCKETS);
+                              false: one hj_compile per bucket, ids padded here */
+  bool zero_copy;          /* default false; true: f32 tensors kept in the file's layout
+                              are read-only buffers over the loader's mapping (WEIGHTS) */
+} gpt2_session_opts;
+void gpt2_session_opts_init(gpt2_session_opts *o);
+
+typedef struct gpt2_session gpt2_session;
+
+/* Makes the context and the weight buffers from |w| (which must outlive the session).
+   Compiles nothing yet. */
+int gpt2_session_create(const gpt2_weights *w, const gpt2_session_opts *o,
+                        gpt2_session **out, gpt2_err *err);
+void gpt2_session_free(gpt2_session *s);
+
+/* Runs |n| ids (1 <= n <= maxT, each in [0, V)) at positions 0..n-1, replacing whatever
+   the cache held. *logits: the V logits of the last position, valid until the next call. */
+int gpt2_session_prefill(gpt2_session *s, const int32_t *ids, int n, const float **logits,
+                         gpt2_err *err);
+/* Feeds |id| at position gpt2_session_length() (< maxT) and appends it to the cache. */
+int gpt2_session_decode(gpt2_session *s, int32_t id, const float **logits, gpt2_err *err);
+/* Positions held in the cache. */
+int gpt2_session_length(const gpt2_session *s);
+/* Forgets the positions from |n| on (n <= length): the next decode feeds position n. */
+void gpt2_session_rewind(gpt2_session *s, int n);
+
+/* With a verify folder: writes DIR/ids.npy, int32 (n,) (the prompt and the generated
+   ids); without one, does nothing. */
+int gpt2_session_write_ids(gpt2_session *s, const int32_t *ids, int n, gpt2_err *err);
+
+typedef struct gpt2_session_stats {
+  int compiles;   /* executables whose machine code was compiled */
+  int mem_hits;   /* runs that found their executable in the session, and executables
+                     whose code was already loaded in the context (hlojit's CODE CACHE) */
+  int disk_hits;  /* executables whose machine code came from the disk cache */
+  double compile_s;
+  double prefill_s, decode_s; /* run time of prefills / decode steps, compiles excluded */
+  int64_t prefill_tokens, decode_tokens;
+  hj_backend_t backend; /* of the last executable compiled */
+} gpt2_session_stats;
+void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out);
+
+#endif
