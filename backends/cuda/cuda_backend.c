@@ -346,7 +346,7 @@ static hj_status cb_code_text(hj_ctx_t *ctx, const hlo_module *m, const char *ta
   *text = NULL;
   cuda_arch arch = CUDA_SM_80;
   cuda_error e = { 0 };
-  if (target && *target && cuda_arch_parse(target, &arch, &e) != HJ_OK) return cub_err(ctx, &e);
+  if (target && cuda_arch_parse(target, &arch, &e) != HJ_OK) return cub_err(ctx, &e);   /* NULL: sm_80 */
   cuda_codegen *cg = NULL;
   if (cuda_codegen_create(arch, &cg, &e) != HJ_OK) return cub_err(ctx, &e);
   cub_exec *x = calloc(1, sizeof *x);

@@ -78,6 +78,11 @@ bool emitp_math_handles(hlo_opcode op);            /* emit_math_unary/_binary ta
 /* The root leaves of fused computation |c| (depth first through root tuples), at most |max|;
    -1 when there are more or a leaf is not an array instruction. */
 int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max);
+/* The array leaves of those roots: a root itself, or element |sub| of a variadic reduce
+   (sub = -1 for a plain array); -1 when there are more than |max| or one is not an array.
+   The CPU and GPU loop emitters write one output per leaf. */
+typedef struct emitp_leaf { const hlo_instr *ins; int sub; const hlo_shape *shape; } emitp_leaf;
+int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max);
 
 /* ---- emitter.c --------------------------------------------------------------------------- */
 /* Deletes the functions added to |mod| after |last| (NULL: all of them), uses first

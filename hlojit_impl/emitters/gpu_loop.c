@@ -26,44 +26,13 @@
    k only at the elements it writes, each before writing it (emit_loop_inplace_ok). */
 #include "gpu_internal.h"
 
-typedef struct emgl_leaf { const hlo_instr *ins; int sub; const hlo_shape *shape; } emgl_leaf;
-
-/* The array leaves of the fused computation's root: itself, tuple elements, or the results
-   of a variadic reduce (sub = k); -1 when there are more than |max| or one is not an array. */
-static int emgl_leaves(const hlo_comp *c, emgl_leaf *out, int max) {
-  const hlo_instr *roots[64];
-  int n = emitp_roots(c, roots, 64), m = 0;
-  for (int k = 0; k < n; k++) {
-    const hlo_instr *r = roots[k];
-    if (hlo_shape_is_array(&r->shape)) {
-      if (m >= max) return -1;
-      out[m++] = (emgl_leaf){ r, -1, &r->shape };
-    } else if (r->op == HLO_OP_REDUCE && r->shape.type == HLO_TUPLE) {
-      for (int e = 0; e < r->shape.ntuple; e++) {
-        if (m >= max || !hlo_shape_is_array(&r->shape.tuple[e])) return -1;
-        out[m++] = (emgl_leaf){ r, e, &r->shape.tuple[e] };
-      }
-    } else {
-      return -1;
-    }
-  }
-  return n < 0 ? -1 : m;
-}
-
-static bool emgl_same_dims(const hlo_shape *a, const hlo_shape *b) {
-  if (a->rank != b->rank) return false;
-  for (int d = 0; d < a->rank; d++)
-    if (a->dims[d] != b->dims[d]) return false;
-  return true;
-}
-
 /* Every leaf at linear index |lin|. */
-static void emgl_element(emit_fn *f, const emgl_leaf *lv, int n, LLVMValueRef lin) {
+static void emgl_element(emit_fn *f, const emitp_leaf *lv, int n, LLVMValueRef lin) {
   emit_index idx;
   emit_delinearize(f, lv[0].shape, lin, &idx);
   for (int k = 0; k < n; k++) {
     emit_index own = idx;
-    if (!emgl_same_dims(lv[k].shape, lv[0].shape)) emit_delinearize(f, lv[k].shape, lin, &own);
+    if (!hlo_same_dims(lv[k].shape, lv[0].shape)) emit_delinearize(f, lv[k].shape, lin, &own);
     LLVMValueRef v = lv[k].sub >= 0 ? emitp_reduce(f, lv[k].ins, lv[k].sub, &own)
                                     : emit_elemental(f, lv[k].ins, &own);
     emit_store_elem(f, lv[k].shape->type, f->outs[k], lin, v);
@@ -80,8 +49,8 @@ hj_status emitg_loop(emit_module *em, const hlo_instr *fusion, const char *name,
   memset(out, 0, sizeof *out);
   if (!fusion || fusion->ncalls < 1 || !fusion->calls[0])
     return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit '%s': not a fusion", fname);
-  emgl_leaf lv[64];
-  int n = emgl_leaves(fusion->calls[0], lv, 64);
+  emitp_leaf lv[64];
+  int n = emitp_leaves(fusion->calls[0], lv, 64);
   if (n < 1) return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': the root is not arrays or "
                             "a tuple of at most 64 arrays", fname);
   int64_t N = hlo_shape_numel(lv[0].shape);

@@ -51,33 +51,24 @@ int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max) {
   return n;
 }
 
-/* The array leaves of root |r|: itself, or the elements of a variadic reduce (sub = k). */
-typedef struct { const hlo_instr *ins; int sub; const hlo_shape *shape; } elp_leaf;
-
-static int elp_leaves(const hlo_comp *c, elp_leaf *out, int max) {
+int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max) {
   const hlo_instr *roots[64];
   int n = emitp_roots(c, roots, 64), m = 0;
   for (int k = 0; k < n; k++) {
     const hlo_instr *r = roots[k];
     if (hlo_shape_is_array(&r->shape)) {
       if (m >= max) return -1;
-      out[m++] = (elp_leaf){ r, -1, &r->shape };
+      out[m++] = (emitp_leaf){ r, -1, &r->shape };
     } else if (r->op == HLO_OP_REDUCE && r->shape.type == HLO_TUPLE) {
       for (int e = 0; e < r->shape.ntuple; e++) {
         if (m >= max || !hlo_shape_is_array(&r->shape.tuple[e])) return -1;
-        out[m++] = (elp_leaf){ r, e, &r->shape.tuple[e] };
+        out[m++] = (emitp_leaf){ r, e, &r->shape.tuple[e] };
       }
     } else {
       return -1;
     }
   }
   return n < 0 ? -1 : m;
-}
-
-static bool elp_same_dims(const hlo_shape *a, const hlo_shape *b) {
-  if (a->rank != b->rank) return false;
-  for (int d = 0; d < a->rank; d++) if (a->dims[d] != b->dims[d]) return false;
-  return true;
 }
 
 /* |ins| (with the output's element count) reads every parameter at its own linear index.
@@ -109,7 +100,7 @@ static bool elp_linear_ok1(const hlo_instr *ins, elp_lin_memo **memo) {
     const hlo_instr *o = ins->operands[k];
     if (!hlo_shape_is_array(&o->shape)) return false;
     if (hlo_shape_numel(&o->shape) == 1) continue;
-    if (!elp_same_dims(&o->shape, &ins->shape) || !elp_linear_rec(o, memo)) return false;
+    if (!hlo_same_dims(&o->shape, &ins->shape) || !elp_linear_rec(o, memo)) return false;
   }
   return true;
 }
@@ -163,7 +154,7 @@ static int elp_own_index(const hlo_instr *ins, int64_t pk, int64_t N, elp_memo *
     break;
   }
   for (int k = 0; k < ins->noperands; k++)   /* same dims: read at the same index */
-    if (!elp_same_dims(&ins->operands[k]->shape, &ins->shape)) return -1;
+    if (!hlo_same_dims(&ins->operands[k]->shape, &ins->shape)) return -1;
   return 1;
 }
 
@@ -172,8 +163,8 @@ bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand) {
       !hlo_shape_is_array(&fusion->shape) || operand < 0 || operand >= fusion->noperands)
     return false;
   const hlo_comp *c = fusion->calls[0];
-  elp_leaf lv[2];
-  if (elp_leaves(c, lv, 2) != 1 || lv[0].sub >= 0 || !elp_linear_ok(lv[0].ins)) return false;
+  emitp_leaf lv[2];
+  if (emitp_leaves(c, lv, 2) != 1 || lv[0].sub >= 0 || !elp_linear_ok(lv[0].ins)) return false;
   int64_t N = hlo_shape_numel(&fusion->shape);
   elp_memo *memo = NULL;
   int r = -1;
@@ -188,7 +179,7 @@ bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand) {
 }
 
 /* Leaves lv[0..n) (output buffers first, first+1, ...) at |idx|, stored at |lin|. */
-static void elp_emit_leaves(emit_fn *f, const elp_leaf *lv, int n, int first,
+static void elp_emit_leaves(emit_fn *f, const emitp_leaf *lv, int n, int first,
                             const emit_index *idx, LLVMValueRef lin) {
   for (int k = 0; k < n; k++) {
     LLVMValueRef v = lv[k].sub >= 0 ? emitp_reduce(f, lv[k].ins, lv[k].sub, idx)
@@ -203,14 +194,14 @@ static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *
   if (!fusion || fusion->ncalls < 1 || !fusion->calls[0])
     return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit '%s': not a fusion", fname);
   const hlo_comp *c = fusion->calls[0];
-  elp_leaf lv[64];
-  int n = elp_leaves(c, lv, 64);
+  emitp_leaf lv[64];
+  int n = emitp_leaves(c, lv, 64);
   if (n < 1) return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': the root is not arrays or "
                             "a tuple of at most 64 arrays", fname);
   const hlo_shape *s = lv[0].shape;
   bool mixed = false;   /* leaves of other dims but as many elements: linear, one index each */
   for (int k = 1; k < n; k++) {
-    if (elp_same_dims(lv[k].shape, s)) continue;
+    if (hlo_same_dims(lv[k].shape, s)) continue;
     mixed = true;
     if (hlo_shape_numel(lv[k].shape) != hlo_shape_numel(s)) {
       char b1[128], b2[128];
@@ -239,7 +230,7 @@ static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *
       emit_delinearize(&f, s, l.iv, &idx);
       for (int k = 0; k < n; k++) {
         emit_index own = idx;
-        if (!elp_same_dims(lv[k].shape, s)) emit_delinearize(&f, lv[k].shape, l.iv, &own);
+        if (!hlo_same_dims(lv[k].shape, s)) emit_delinearize(&f, lv[k].shape, l.iv, &own);
         elp_emit_leaves(&f, &lv[k], 1, k, &own, l.iv);
       }
       emit_loop_end(&f, &l);

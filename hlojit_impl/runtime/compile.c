@@ -369,6 +369,9 @@ static void rtc_share(th_thunk *t, const th_thunk *src) {
   t->parallel_n = src->parallel_n;
   t->grain = src->grain;
   t->matmul = src->matmul;
+  memcpy(t->grid, src->grid, sizeof t->grid);   /* GPU targets: the same launch geometry */
+  memcpy(t->block, src->block, sizeof t->block);
+  t->shared_bytes = src->shared_bytes;
   t->runtime_op = src->runtime_op;
   t->emit_error = src->emit_error;
   snprintf(t->why, sizeof t->why, "%s", src->why);

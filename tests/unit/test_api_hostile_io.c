@@ -1,6 +1,7 @@
 /* test_api_hostile_io.c — test_api_hostile.c's campaign (issue 14) over the API that came
    later: buffers over caller memory, mapped files and views; donation (hj_graph_alias);
-   names and bound inputs; profiles; hj_module_optimize_timed; the tracing JIT (hj_jit_*).
+   names and bound inputs; profiles; hj_module_optimize_timed; hj_module_to_ptx; the tracing
+   JIT (hj_jit_*).
    Each function gets NULL, bad handles, out-of-range indices and counts, overflowing
    shapes and offsets, and each rule hlojit.h states for it is checked both ways (refused
    with a message and nothing changed; accepted and the values right). The rules, from
@@ -541,6 +542,49 @@ static void test_optimize_timed_misuse(void **state) {
   hj_module_destroy(m);
 }
 
+/* ---- hj_module_to_ptx: PTX without a device ----------------------------------------------- */
+static void test_module_to_ptx_misuse(void **state) {
+  static const char text[] = "HloModule t\nENTRY main {\n  p = f32[64] parameter(0)\n"
+                             "  ROOT n = f32[64] negate(p)\n}\n";
+  hj_module_t *m;
+  char *ptx = (char *)1;
+  CHECK_OK(th_ctx, hj_module_parse(th_ctx, text, strlen(text), "t", &m));
+  assert_int_equal(hj_module_to_ptx(th_ctx, m, "sm_80", NULL), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_module_to_ptx(NULL, m, "sm_80", &ptx), HJ_ERR_INVALID_ARG);
+  assert_null(ptx);
+  ptx = (char *)1;
+  hj_ctx_clear_error(th_ctx);
+  assert_int_equal(hj_module_to_ptx(th_ctx, NULL, "sm_80", &ptx), HJ_ERR_INVALID_ARG);
+  assert_null(ptx);
+  assert_true(hj_ctx_error(th_ctx)[0] != 0);
+#ifdef HLOJIT_CUDA_BACKEND
+  static const char *bad[] = { "", "sm_", "sm_75", "sm_80x", "SM_80", "sm_90" };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ptx = (char *)1;
+    hj_ctx_clear_error(th_ctx);
+    hj_status st = hj_module_to_ptx(th_ctx, m, bad[i], &ptx);
+    if (st != HJ_ERR_INVALID_ARG) fail_msg("arch '%s': %s, want INVALID_ARG", bad[i], hj_status_name(st));
+    assert_null(ptx);
+    ta_has(hj_ctx_error(th_ctx), "unknown CUDA arch");
+  }
+  /* accepted: the baseline by NULL and by name, and sm_90a; the kernel is in the text */
+  static const char *good[] = { NULL, "sm_80", "90a" };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    CHECK_OK(th_ctx, hj_module_to_ptx(th_ctx, m, good[i], &ptx));
+    assert_non_null(ptx);
+    ta_has(ptx, ".entry");
+    ta_has(ptx, good[i] && strstr(good[i], "90a") ? ".target sm_90a" : ".target sm_80");
+    free(ptx);
+  }
+  /* the module is left as it was: it still runs on the evaluator */
+  CHECK_OK(th_ctx, hj_module_verify(m));
+#else
+  assert_int_equal(hj_module_to_ptx(th_ctx, m, "sm_80", &ptx), HJ_ERR_UNSUPPORTED);
+  assert_null(ptx);
+#endif
+  hj_module_destroy(m);
+}
+
 /* ---- the tracing JIT ------------------------------------------------------------------------ */
 
 /* y = cumsum(x, last axis) * 2 and its size: over f32[<=8] (or whatever the key gives). */
@@ -732,6 +776,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_names_bind_misuse),
     cmocka_unit_test(test_profile_misuse),
     cmocka_unit_test(test_optimize_timed_misuse),
+    cmocka_unit_test(test_module_to_ptx_misuse),
     cmocka_unit_test(test_jit_create_misuse),
     cmocka_unit_test(test_jit_call_misuse),
   };

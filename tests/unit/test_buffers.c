@@ -192,7 +192,7 @@ static void test_map_file(void **state) {
   assert_int_equal(hj_buffer_map_file(ctx, path, 12 + 4 * 4990, HJ_F32, HJ_SHAPE(64), &b), HJ_ERR_INVALID_ARG);
   ta_has(hj_ctx_error(ctx), "has 40 bytes, f32[64] needs 256");
   assert_int_equal(hj_buffer_map_file(ctx, path, 1 << 30, HJ_F32, HJ_SHAPE(1), &b), HJ_ERR_INVALID_ARG);
-  ta_has(hj_ctx_error(ctx), "has 0 bytes");
+  ta_has(hj_ctx_error(ctx), "offset 1073741824 is past the end of");
   assert_int_equal(hj_buffer_map_file(ctx, "/nonexistent/w.bin", 0, HJ_F32, HJ_SHAPE(1), &b), HJ_ERR_IO);
   ta_has(hj_ctx_error(ctx), "cannot open '/nonexistent/w.bin'");
   assert_int_equal(hj_buffer_map_file(ctx, "/tmp", 0, HJ_F32, HJ_SHAPE(1), &b), HJ_ERR_IO);
