@@ -98,6 +98,7 @@ static hj_status bc_ctx(bool no_fusion, hj_ctx_t **ctx) {
   o.backend = HJ_BACKEND_CPU;
   o.num_threads = 1;
   o.no_fusion = no_fusion;
+  o.cache_dir = "off";   /* compile times: the disk cache would load the code instead */
   return hj_ctx_create(&o, ctx);
 }
 
@@ -195,6 +196,7 @@ static hj_status bc_gpt2(const bg_cfg *c, bool run, bc_grow *r) {
     hj_ctx_options_t o;
     hj_ctx_options_init(&o);
     o.backend = HJ_BACKEND_CPU;
+    o.cache_dir = "off";   /* cold: nothing from an earlier run's disk cache */
     hj_ctx_t *ctx = NULL;
     hj_graph_t *g = NULL;
     hj_module_t *m = NULL;

@@ -21,8 +21,8 @@
 #                   tests/gpt2/test_gpt2_sample.c: the sampler's generator and distributions
 #   test-gpt2-gen   tests/gpt2/test_gpt2_gen.py: build/gpt2 layer by layer against a NumPy
 #                   GPT-2 (random checkpoints in three formats, every graph split, both
-#                   backends), its command line, broken files through build/asan/gpt2
-#                   (HLOJIT_GPT2_124M=1 adds the 124M-shaped check); needs the top-level
+#                   backends, the 124M shape unless HLOJIT_GPT2_124M=0), its command
+#                   line, broken files through build/asan/gpt2; needs the top-level
 #                   Makefile
 #   gpt2            $(B)/gpt2 (the program, examples/gpt2/main.c) and $(B)/asan/gpt2
 #   gpt2-demo       runs build/gpt2 on the bundled Shakespeare model (a random-weight model
