@@ -133,9 +133,10 @@
               readable after a run, no copy call), CUDA graphs (HLOJIT_CUDA_GRAPHS=0: off),
               hj_module_to_ptx / `hlojit ptx` without a GPU. Built and checked without a
               GPU (ptxas, a test double of the driver, an emulator of the GPU thread
-              model); `make test-gpu` and tools/gpu_check.sh are the checks on one.
-   - not yet: the disk cache of PTX (the CUDA backend compiles every process), the GPT-2
-              example. A module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
+              model); `make test-gpu` and tools/gpu_check.sh are the checks on one;
+              the GPT-2 program built on this API (examples/gpt2: `make demo`).
+   - not yet: the disk cache of PTX (the CUDA backend compiles every process). A module
+              with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
               compiled with hj_compile runs at its bounds (get-dimension-size reads the
               bound); hj_jit_call runs it at any real size.
 */
