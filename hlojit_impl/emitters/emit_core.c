@@ -73,13 +73,9 @@ static void emc_attr(emit_module *em, LLVMValueRef fn, unsigned at, const char *
   LLVMAddAttributeAtIndex(fn, at, LLVMCreateEnumAttribute(em->llctx, kind, 0));
 }
 
-hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
-                            const hlo_instr *fusion, bool dus_inplace) {
-  return emit_kernel_begin_ex(f, em, name, fusion, dus_inplace ? 0 : -1);
-}
-
-hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
-                               const hlo_instr *fusion, int inplace_operand) {
+/* The start every kernel ABI shares: |f| zeroed for |fusion| in |em|, which must have a
+   fused computation, at most 64 operands and 1..64 output leaves (f->comp, nparams, nouts). */
+hj_status emitp_fn_init(emit_fn *f, emit_module *em, const hlo_instr *fusion) {
   memset(f, 0, sizeof *f);
   f->em = em;
   f->fusion = fusion;
@@ -96,6 +92,18 @@ hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
                                "outputs (at most 64 each)", fusion->name, fusion->noperands, nouts);
   f->nparams = fusion->noperands;
   f->nouts = nouts;
+  return HJ_OK;
+}
+
+hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
+                            const hlo_instr *fusion, bool dus_inplace) {
+  return emit_kernel_begin_ex(f, em, name, fusion, dus_inplace ? 0 : -1);
+}
+
+hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
+                               const hlo_instr *fusion, int inplace_operand) {
+  hj_status st = emitp_fn_init(f, em, fusion);
+  if (st != HJ_OK) return st;
   int np = f->nparams + f->nouts;
   LLVMTypeRef args3[3] = { em->t_ptr, em->t_i64, em->t_i64 }, targs[130];
   for (int k = 0; k < np; k++) targs[k] = em->t_ptr;

@@ -71,6 +71,11 @@ LLVMValueRef emitp_index_op(emit_fn *f, const hlo_instr *ins, const emit_index *
 /* Element |sub| of a (variadic) reduce at |idx|. */
 LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx);
 
+/* ---- emit_core.c ------------------------------------------------------------------------ */
+/* The start every kernel ABI (CPU and GPU) shares: |f| zeroed for |fusion| in |em|, which
+   must have a fused computation, at most 64 operands and 1..64 output leaves. */
+hj_status emitp_fn_init(emit_fn *f, emit_module *em, const hlo_instr *fusion);
+
 /* ---- emit_math.c ----------------------------------------------------------------------- */
 bool emitp_math_handles(hlo_opcode op);            /* emit_math_unary/_binary take |op| */
 

@@ -39,25 +39,11 @@ void emitg_mark_kernel(emit_module *em, LLVMValueRef fn, int max_threads, int mi
 
 hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
                              const hlo_instr *fusion, int inplace_operand, int max_threads) {
-  memset(f, 0, sizeof *f);
-  f->em = em;
-  f->fusion = fusion;
-  if (!fusion || fusion->ncalls < 1 || !fusion->calls[0])
-    return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit '%s': not a fusion with a computation",
-                   fusion && fusion->name ? fusion->name : "?");
+  hj_status st = emitp_fn_init(f, em, fusion);
+  if (st != HJ_OK) return st;
   if (strchr(name, '.'))
     return hj__err(em->ctx, HJ_ERR_INTERNAL, "emit '%s': GPU kernel name '%s' has a '.'",
                    fusion->name, name);
-  f->comp = fusion->calls[0];
-  const hlo_shape **leaves = NULL;
-  hlo_shape_leaves(&fusion->shape, &leaves);
-  int nouts = (int)arrlen(leaves);
-  arrfree(leaves);
-  if (fusion->noperands > 64 || nouts > 64 || nouts < 1)
-    return f->status = hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': %d operands and %d "
-                               "outputs (at most 64 each)", fusion->name, fusion->noperands, nouts);
-  f->nparams = fusion->noperands;
-  f->nouts = nouts;
   int np = f->nparams + f->nouts;
   LLVMTypeRef targs[128];
   for (int k = 0; k < np; k++) targs[k] = em->t_ptr;
