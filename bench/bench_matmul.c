@@ -8,7 +8,9 @@
    GFLOP/s = 2MNK / best time; hlojit and OpenBLAS alternate in 3 rounds of >= 0.15 s each
    (the machine may be shared: best-of and alternation keep the ratio fair).
    For M = 1 (gemv, bandwidth-bound) both sides cycle through copies of B totalling > 512 MiB
-   (B comes from memory, as the weights do in a decode step) and it prints GB/s (bytes of B
+   (B comes from memory, as the weights do in a decode step; with --cold every M does, as
+   in a model's prefill, where a GPT-2 block's 28 MB of weights miss the LLC: packing B
+   then costs what it costs there) and it prints GB/s (bytes of B
    read once per call) against the memory bandwidth: a read-only streaming sum over 128 MiB
    (4 streams per thread, a different 128 MiB of 640 MiB each call) on the same thread pool, taking turns with the gemv and OpenBLAS
    in the same rounds ("bw", and "of bw" = the goal's ratio). "of best" divides by the best
@@ -254,8 +256,11 @@ static float *bm_rand(int64_t n, unsigned *seed) {
   return p;
 }
 
-/* `bench_matmul` runs the table; `bench_matmul M K N T` (T = 1: rhs transposed) one shape. */
+/* `bench_matmul [--cold]` runs the table; `bench_matmul [--cold] M K N T` (T = 1: rhs
+   transposed) one shape. */
 int main(int argc, char **argv) {
+  bool cold = argc > 1 && !strcmp(argv[1], "--cold");
+  if (cold) argv++, argc--;
   hj_ctx_options_t o;
   hj_ctx_options_init(&o);
   o.backend = HJ_BACKEND_INTERP;
@@ -306,7 +311,7 @@ int main(int argc, char **argv) {
         return 1;
       }
       float *a = bm_rand(M * K, &seed), *b = bm_rand(K * N, &seed);
-      int nb = M == 1 ? (int)((512ll << 20) / (K * N * 4) + 1) : 1;   /* 512 MiB >> LLC */
+      int nb = M == 1 || cold ? (int)((512ll << 20) / (K * N * 4) + 1) : 1;   /* 512 MiB >> LLC */
       float **bs = malloc(sizeof *bs * (size_t)nb);
       bs[0] = b;
       for (int i = 1; i < nb; i++)   /* different data: identical pages might get merged */

@@ -17,10 +17,12 @@
    emit.h, [begin, end) = a run of output elements inside one row of C) rewrites each
    element in place as emit_elemental(root) with override_ins = dot, override_val = the
    element. The driver calls it on each mr x nc strip right after its last K block, while
-   the strip is still in L1/L2.
+   the strip is still in L1/L2 (with the plan's K split, gemv_kb, on each row as the
+   partial results are summed).
 
    Worked example: AVX-512 host (vw = 16 floats), lhs f32[64,768] x rhs f32[768,2304].
-   Plan: mr = 8, nr = 48 (3 vectors), kc = 384, nc = 528. ukr "NAME.ukr8" keeps 8 x 3 = 24 <16 x float>
+   Plan: mr = 8, nr = 48 (3 vectors), kc = 80, nc = 2304 (B blocks of whole rows), K in
+   2 blocks of 384 rows (gemv_kb = 384; 4 kc steps of 80 and one of 64 each). ukr "NAME.ukr8" keeps 8 x 3 = 24 <16 x float>
    accumulators in registers; per k it loads 3 vectors of the packed B panel (b + k*48),
    broadcasts 8 floats of the packed A panel (a + k*8) and issues 24 fmas. At the end it
    stores (first K block) or adds into C (later blocks): c + i*ldc + v*16. The driver packs
@@ -509,6 +511,29 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
      256/512 on Zen 5). */
   p->kc = 384;
   p->nc = (512 / p->nr + 1) * p->nr;
+  /* B normal, N up to 6144: the B block is whole rows (nc = N, kc = what fits in ~768 KiB,
+     a multiple of 8 from 32 to 384), so packing reads one contiguous stretch of B. Blocks
+     of 528 columns read 2 KiB pieces of 12 KiB rows: 8-9 GB/s from memory here against
+     22 for whole rows (fc, 768 x 3072, one thread), and a GPT-2 block's weights come from
+     memory. gemv_kb (below) then splits K so that threads need not split the rows. Only
+     up to M = 128, where packing is a large share: at M = 256 the 12 passes over C that
+     kc = 64 makes (3 MiB for fc, in L3) cost 4-5% on one thread. */
+  int64_t split_kb = 0;
+  if (!p->rhs_transposed && p->N > 0 && p->M > 1 && p->M <= 128) {
+    int64_t fit = 786432 / (p->N * 4) / 8 * 8;
+    if (fit >= 32) {
+      p->kc = fit < 384 ? fit : 384;
+      p->nc = (p->N + p->nr - 1) / p->nr * p->nr;
+      /* one batch (several keep the threads busy without): K in 2 halves (gemv_kb), each a
+         whole number of kc steps of equal size, so the halves cost the same (attention
+         projection, N = 768: kc 192 x 2 per half, not 256 + 128) */
+      int64_t kb = (p->K + 15) / 16 * 8, steps = (kb + p->kc - 1) / p->kc;
+      if (p->B == 1 && kb >= 64 && kb < p->K && 2 * p->M * p->N * 4 <= ((int64_t)16 << 20)) {
+        p->kc = ((kb + steps - 1) / steps + 7) / 8 * 8;
+        split_kb = kb;
+      }
+    }
+  }
   if (p->rhs_transposed) {
     p->kc = p->K < 768 ? (p->K > 0 ? p->K : 1) : 768;
     int64_t nc = 786432 / (p->kc * 4) / p->nr * p->nr;
@@ -534,6 +559,11 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
     while (kb < p->K && p->B * ((p->K + kb - 1) / kb) * p->N * 4 > ((int64_t)16 << 20)) kb *= 2;
     if (kb < p->K) p->gemv_kb = kb;
   }
+  /* gemm, B normal in whole rows: the 2 K blocks chosen above, each block's partial C
+     summed in block order afterwards (partials capped at 16 MiB), so that 2 threads each
+     pack whole rows of their own half of B (splitting N: half rows, 8-9 GB/s from memory
+     in all). Fixed by the shape alone, like the gemv's. */
+  if (split_kb) p->gemv_kb = split_kb;
 }
 
 void emit_matmul_plan_free(struct emit_matmul_plan *p) { free(p); }

@@ -43,7 +43,8 @@ struct emit_matmul_plan {
   int m_rem;                   /* M % mr: rows of ukr[1] (0: no ukr[1]) */
   int64_t kc, mc, nc;          /* cache blocks: K step, rows of an A block, cols of a B block */
   int gemv_cols;               /* gemv: the driver's column splits are multiples of this */
-  int64_t gemv_kb;             /* gemv, B normal: rows per K block (K: one block) */
+  int64_t gemv_kb;             /* B normal, gemv or gemm: rows per K block (K: one block);
+                                  a gemm's is a multiple of kc */
   bool use_gemv;               /* M == 1: the bandwidth-bound path */
   char ukr_name[2][112];
   char gemv_name[112];
