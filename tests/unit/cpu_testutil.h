@@ -55,14 +55,30 @@ static inline void cb_free_bufs(hj_buffer_t **b, int n) {
   free(b);
 }
 
-/* Runs |m| compiled in |ctx| on |in|; returns the new output buffers. */
+/* Runs |m| compiled in |ctx| on |in|; returns the new output buffers. An input that an
+   output aliases (a donated one, updated in place) is run on a private copy, so |in| stays
+   as given for the next run (the reference) and no output shares memory with another
+   run's: comparing a backend's outputs with the evaluator's can then fail. */
 static inline hj_buffer_t **cb_run(hj_ctx_t *ctx, hj_module_t *m, hj_buffer_t **in,
                                     hj_exec_stats_t *stats) {
   hj_exec_t *e = NULL;
   CHECK_OK(ctx, hj_compile_module(ctx, m, &e));
-  int nout = hj_exec_num_outputs(e);
-  hj_buffer_t **out = calloc((size_t)nout + 1, sizeof *out);
-  CHECK_OK(ctx, hj_exec_run(e, in, hj_exec_num_inputs(e), out, nout));
+  int nout = hj_exec_num_outputs(e), nin = hj_exec_num_inputs(e);
+  hj_buffer_t **out = calloc((size_t)nout + 1, sizeof *out), **run_in = calloc((size_t)nin + 1, sizeof *run_in);
+  bool *copied = calloc((size_t)nin + 1, sizeof *copied);
+  for (int i = 0; i < nin; i++) run_in[i] = in[i];
+  for (int k = 0; k < nout; k++) {
+    int a = hj_exec_output_alias(e, k);
+    if (a < 0 || a >= nin || copied[a]) continue;
+    CHECK_OK(ctx, hj_buffer_from_host(ctx, hj_buffer_dtype(in[a]), hj_buffer_shape(in[a]),
+                                      hj_buffer_host_ptr(in[a]), &run_in[a]));
+    copied[a] = true;
+  }
+  CHECK_OK(ctx, hj_exec_run(e, run_in, nin, out, nout));
+  for (int i = 0; i < nin; i++)
+    if (copied[i]) hj_buffer_destroy(run_in[i]);   /* an output holding it keeps a reference */
+  free(run_in);
+  free(copied);
   if (stats) CHECK_OK(ctx, hj_exec_stats(e, stats));
   hj_exec_destroy(e);
   return out;
@@ -117,6 +133,42 @@ static inline bool cb_close(const hj_buffer_t *got, const hj_buffer_t *want, dou
   }
   snprintf(why, nwhy, "max abs err %.3g", worst);
   return true;
+}
+
+/* Every JAX fixture (tests/fixtures/jax/MANIFEST.txt: name, inputs, outputs): the module
+   parsed in |ref|, its inputs read in |in_ctx| (the backend's, so they land in its memory)
+   and JAX's outputs in |ref|, handed to |fn|; then freed. Returns the fixtures seen. */
+typedef void (*cb_fixture_fn)(const char *name, hj_module_t *m, hj_buffer_t **in, hj_buffer_t **jax, void *user);
+static inline int cb_each_jax_fixture(hj_ctx_t *in_ctx, hj_ctx_t *ref, cb_fixture_fn fn, void *user) {
+  char path[2048], dir[1024];
+  snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
+  snprintf(path, sizeof path, "%s/MANIFEST.txt", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) fail_msg("no %s", path);
+  char line[512], name[256];
+  int nin, nout, seen = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || sscanf(line, "%255s %d %d", name, &nin, &nout) != 3) continue;
+    snprintf(path, sizeof path, "%s/%s.hlo", dir, name);
+    hj_module_t *m = NULL;
+    CHECK_OK(ref, hj_module_parse_file(ref, path, &m));
+    hj_buffer_t **in = calloc((size_t)nin + 1, sizeof *in), **jx = calloc((size_t)nout + 1, sizeof *jx);
+    for (int i = 0; i < nin; i++) {
+      snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, i);
+      CHECK_OK(in_ctx, hj_buffer_read_npy(in_ctx, path, &in[i]));
+    }
+    for (int k = 0; k < nout; k++) {
+      snprintf(path, sizeof path, "%s/%s.out%d.npy", dir, name, k);
+      CHECK_OK(ref, hj_buffer_read_npy(ref, path, &jx[k]));
+    }
+    fn(name, m, in, jx, user);
+    cb_free_bufs(in, nin);
+    cb_free_bufs(jx, nout);
+    hj_module_destroy(m);
+    seen++;
+  }
+  fclose(f);
+  return seen;
 }
 
 /* The shared HLO corpus: $HLOJIT_CORPUS, else ../shared/hlo-corpus beside the checkout. */

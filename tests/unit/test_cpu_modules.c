@@ -55,36 +55,18 @@ static void cb_check_module(const char *what, hj_module_t *m, hj_buffer_t **in, 
   cb_free_bufs(want, nout);
 }
 
+typedef struct { hj_ctx_t *cpu, *ref; cb_tally t; } cm_fx;
+
+static void cm_fixture(const char *name, hj_module_t *m, hj_buffer_t **in, hj_buffer_t **jax, void *user) {
+  cm_fx *x = user;
+  cb_check_module(name, m, in, x->cpu, x->ref, &x->t, jax);
+}
+
 static void test_jax_fixtures_cpu(void **state) {
-  hj_ctx_t *cpu = cb_ctx(HJ_BACKEND_CPU, 0, NULL), *ref = tu_ctx();
-  char path[2048], dir[1024];
-  snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
-  snprintf(path, sizeof path, "%s/MANIFEST.txt", dir);
-  FILE *f = fopen(path, "r");
-  if (!f) fail_msg("no %s", path);
-  char line[512], name[256];
-  int nin, nout;
-  cb_tally t = { 0 };
-  while (fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || sscanf(line, "%255s %d %d", name, &nin, &nout) != 3) continue;
-    snprintf(path, sizeof path, "%s/%s.hlo", dir, name);
-    hj_module_t *m = NULL;
-    CHECK_OK(ref, hj_module_parse_file(ref, path, &m));
-    hj_buffer_t **in = calloc((size_t)nin + 1, sizeof *in), **jx = calloc((size_t)nout + 1, sizeof *jx);
-    for (int i = 0; i < nin; i++) {
-      snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, i);
-      CHECK_OK(ref, hj_buffer_read_npy(ref, path, &in[i]));
-    }
-    for (int k = 0; k < nout; k++) {
-      snprintf(path, sizeof path, "%s/%s.out%d.npy", dir, name, k);
-      CHECK_OK(ref, hj_buffer_read_npy(ref, path, &jx[k]));
-    }
-    cb_check_module(name, m, in, cpu, ref, &t, jx);
-    cb_free_bufs(in, nin);
-    cb_free_bufs(jx, nout);
-    hj_module_destroy(m);
-  }
-  fclose(f);
+  cm_fx x = { cb_ctx(HJ_BACKEND_CPU, 0, NULL), tu_ctx(), { 0 } };
+  hj_ctx_t *cpu = x.cpu, *ref = x.ref;
+  cb_each_jax_fixture(ref, ref, cm_fixture, &x);
+  cb_tally t = x.t;
   print_message("JAX fixtures on CPU: %d modules, %d kernels, %d evaluator fallbacks (%d runtime ops, "
                 "%d emitter errors)\n", t.modules, t.kernels, t.fallbacks, t.runtime, t.emit_errors);
   assert_true(t.modules >= 38);

@@ -123,37 +123,19 @@ static void gm_report(const char *what, const gm_tally *t) {
   assert_int_equal(t->emit_errors, 0);
 }
 
+typedef struct { hj_ctx_t *gpu, *ref; gm_tally t; } gm_fx;
+
+static void gm_fixture(const char *name, hj_module_t *m, hj_buffer_t **in, hj_buffer_t **jax, void *user) {
+  gm_fx *x = user;
+  gm_check(name, m, in, x->gpu, x->ref, &x->t, jax);
+}
+
 static void test_jax_fixtures_gpu(void **state) {
   GM_NEED_GPU();
-  hj_ctx_t *gpu = cb_ctx(HJ_BACKEND_CUDA, 0, NULL), *ref = tu_ctx();
-  char path[2048], dir[1024];
-  snprintf(dir, sizeof dir, "%s/fixtures/jax", tu_data_dir());
-  snprintf(path, sizeof path, "%s/MANIFEST.txt", dir);
-  FILE *f = fopen(path, "r");
-  if (!f) fail_msg("no %s", path);
-  char line[512], name[256];
-  int nin, nout;
-  gm_tally t = { 0 };
-  while (fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || sscanf(line, "%255s %d %d", name, &nin, &nout) != 3) continue;
-    snprintf(path, sizeof path, "%s/%s.hlo", dir, name);
-    hj_module_t *m = NULL;
-    CHECK_OK(ref, hj_module_parse_file(ref, path, &m));
-    hj_buffer_t **in = calloc((size_t)nin + 1, sizeof *in), **jx = calloc((size_t)nout + 1, sizeof *jx);
-    for (int i = 0; i < nin; i++) {
-      snprintf(path, sizeof path, "%s/%s.in%d.npy", dir, name, i);
-      CHECK_OK(gpu, hj_buffer_read_npy(gpu, path, &in[i]));
-    }
-    for (int k = 0; k < nout; k++) {
-      snprintf(path, sizeof path, "%s/%s.out%d.npy", dir, name, k);
-      CHECK_OK(ref, hj_buffer_read_npy(ref, path, &jx[k]));
-    }
-    gm_check(name, m, in, gpu, ref, &t, jx);
-    cb_free_bufs(in, nin);
-    cb_free_bufs(jx, nout);
-    hj_module_destroy(m);
-  }
-  fclose(f);
+  gm_fx x = { cb_ctx(HJ_BACKEND_CUDA, 0, NULL), tu_ctx(), { 0 } };
+  hj_ctx_t *gpu = x.gpu, *ref = x.ref;
+  cb_each_jax_fixture(gpu, ref, gm_fixture, &x);
+  gm_tally t = x.t;
   gm_report("JAX fixtures", &t);
   assert_true(t.modules + t.skipped >= 38);
   hj_ctx_destroy(gpu);
