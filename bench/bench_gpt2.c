@@ -46,7 +46,7 @@ void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, co
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void openblas_set_num_threads(int n);
 char *openblas_get_corename(void);
-enum { ROW_MAJOR = 101, NO_TRANS = 111 };
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
 enum { L = 12, C = 768, NH = 12, V = 50257, VP = 50304, MAXT = 1024 };
 
@@ -222,6 +222,62 @@ static double sgemm_once(void) {
   return bench_now() - t0;
 }
 
+/* ---- the forward's matmuls alone through OpenBLAS --------------------------------------------
+   What a hand-written forward (llm.c's shape of program) would take if its matmuls ran at
+   OpenBLAS's speed and everything else (layer norms, softmax, GELU, residuals, the head
+   split) cost nothing: per layer x @ qkvw^T, per head q k^T and p v, y @ attprojw^T,
+   x @ fcw^T, h @ fcprojw^T, on the same weights in llm.c's (out, in) layout (12 layers'
+   weights do not fit the LLC: each layer's come from memory, as in the model); then the
+   head's one row against wte. The activations are fixed random buffers, not chained, so
+   no value drifts towards denormals. A ceiling for the prefill ratio the sgemm yardstick
+   allows a forward built on OpenBLAS's kernels: the matmuls at M = T with weights from
+   memory run below sgemm's 1024^3 rate, and the head row is a bandwidth-bound gemv. */
+static float *g_fx, *g_fqkv, *g_fatt, *g_fy, *g_fh, *g_fout; /* up to T = 256 */
+
+static int blas_forward_alloc(void) {
+  size_t t = 256, c = C;
+  g_fx = malloc(4 * t * c), g_fqkv = malloc(4 * t * 3 * c), g_fatt = malloc(4 * NH * t * t);
+  g_fy = malloc(4 * t * c), g_fh = malloc(4 * t * 4 * c), g_fout = malloc(4 * (t * 4 * c + VP));
+  if (!g_fx || !g_fqkv || !g_fatt || !g_fy || !g_fh || !g_fout) return -1;
+  uint32_t r = 99;
+  fill(g_fx, (int64_t)t * c, 0, 1, &r);
+  fill(g_fqkv, (int64_t)t * 3 * c, 0, 1, &r);
+  fill(g_fatt, (int64_t)NH * t * t, 0, 0.01, &r);
+  fill(g_fy, (int64_t)t * c, 0, 1, &r);
+  fill(g_fh, (int64_t)t * 4 * c, 0, 1, &r);
+  return 0;
+}
+
+static void blas_forward_free(void) {
+  free(g_fx), free(g_fqkv), free(g_fatt), free(g_fy), free(g_fh), free(g_fout);
+}
+
+static double blas_forward_once(const gpt2_weights *w, int T) {
+  const int hs = C / NH;
+  float *out = g_fout;
+  double t0 = bench_now();
+  for (int l = 0; l < L; l++) {
+    const gpt2_layer *y = &w->layer[l];
+    cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, T, 3 * C, C, 1.0f, g_fx, C, y->qkvw.data, C, 0.0f,
+                out, 3 * C);
+    for (int h = 0; h < NH; h++) {
+      const float *q = g_fqkv + h * hs, *k = q + C, *v = q + 2 * C;
+      cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, T, T, hs, 1.0f, q, 3 * C, k, 3 * C, 0.0f, out, T);
+      cblas_sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, T, hs, T, 1.0f, g_fatt + (size_t)h * T * T, T,
+                  v, 3 * C, 0.0f, out + h * hs, C);
+    }
+    cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, T, C, C, 1.0f, g_fy, C, y->attprojw.data, C, 0.0f,
+                out, C);
+    cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, T, 4 * C, C, 1.0f, g_fx, C, y->fcw.data, C, 0.0f,
+                out, 4 * C);
+    cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, T, C, 4 * C, 1.0f, g_fh, 4 * C, y->fcprojw.data,
+                4 * C, 0.0f, out, C);
+  }
+  cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, 1, VP, C, 1.0f, g_fx + (size_t)(T - 1) * C, C,
+              w->wte.data, C, 0.0f, out, VP);
+  return bench_now() - t0;
+}
+
 /* ---- the model ----------------------------------------------------------------------------- */
 
 typedef struct runner {
@@ -275,7 +331,7 @@ int main(int argc, char **argv) {
   gpt2_weights *w = random_weights();
   g_rd_mem = big_alloc(sizeof(float) * (size_t)RD_N * RD_CHUNKS);
   g_a = malloc(4u << 20), g_b = malloc(4u << 20), g_c = malloc(4u << 20);
-  if (!w || !g_rd_mem || !g_a || !g_b || !g_c) return 1;
+  if (!w || !g_rd_mem || !g_a || !g_b || !g_c || blas_forward_alloc()) return 1;
   uint32_t r = 7;
   fill(g_rd_mem, (int64_t)RD_N * RD_CHUNKS, 0, 1, &r);
   fill(g_a, 1 << 20, 0, 1, &r);
@@ -296,7 +352,7 @@ int main(int argc, char **argv) {
   runner run[2][2];
   memset(run, 0, sizeof run);
   rd_pool pool[2];
-  double t_gemm[2], t_rd[2], t_pf[2][2][2], t_dec[2][2], comp[2];
+  double t_gemm[2], t_rd[2], t_pf[2][2][2], t_dec[2][2], comp[2], t_blas[2][2];
   for (int t = 0; t < nthr; t++) {
     for (int v = 0; v < 2; v++) {
       gpt2_session_opts o;
@@ -323,13 +379,15 @@ int main(int argc, char **argv) {
     gpt2_session_stats st;
     gpt2_session_get_stats(run[0][t].s, &st);
     comp[t] = st.compile_s;
-    t_gemm[t] = t_rd[t] = 1e30;
+    t_gemm[t] = t_rd[t] = t_blas[t][0] = t_blas[t][1] = 1e30;
   }
   for (int round = 0; round < rounds; round++)
     for (int t = 0; t < nthr; t++) {
       openblas_set_num_threads(threads[t]);
       for (int k = 0; k < 3; k++) keep_min(&t_gemm[t], sgemm_once());
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
+      for (int k = 0; k < 3; k++) keep_min(&t_blas[t][0], blas_forward_once(w, 64));
+      for (int k = 0; k < 2; k++) keep_min(&t_blas[t][1], blas_forward_once(w, 256));
       for (int v = 0; v < 2; v++) {
         runner *x = &run[v][t];
         for (int k = 0; k < 3; k++) keep_min(&t_pf[v][t][0], prefill_once(x, 64));
@@ -358,6 +416,15 @@ int main(int argc, char **argv) {
              bd / dec >= 0.92 ? "  " : "!!", 1.0 / dec);
       bad |= run[v][t].bad;
     }
+  for (int t = 0; t < nthr; t++) {
+    double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9;
+    double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9);
+    printf("%-10s %3d | %10.1f %9s | %8.2f %9.2f %7.2f          | %9.2f %9.2f %7.2f          |\n",
+           "OpenBLAS*", threads[t], gf, "", t_blas[t][0] * 1e3, b0 * 1e3, b0 / t_blas[t][0],
+           t_blas[t][1] * 1e3, b1 * 1e3, b1 / t_blas[t][1]);
+  }
+  printf("(* the same forward's matmuls alone through cblas_sgemm, weights from memory, nothing"
+         " else timed: the ratio a forward built on OpenBLAS could reach at best)\n");
   printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
          " every matrix as llm.c stores it, (out, in), the head reading wte)\n");
   printf("\nFLOPs: T=64 %.2f G, T=256 %.2f G (block matmuls + full attention squares + one lm_head "
@@ -374,5 +441,6 @@ int main(int argc, char **argv) {
   free(g_params);
   free(g_rd_mem);
   free(g_a), free(g_b), free(g_c);
+  blas_forward_free();
   return bad;
 }
