@@ -4,8 +4,9 @@
    backends/cpu/cpu_jit and compared with the reference evaluator (hlo_eval_computation of
    the same fused computation on the same inputs). Split from test_emit_heroes.c (size).
 
-   Cases: hand-written fusions (softmax f32/bf16, log-softmax and layer norm with both
-   reduces in one fusion, the second reading the first; outputs of every kind; an argmax
+   Cases: hand-written fusions (softmax f32/bf16, a masked softmax whose exp is stashed,
+   log-softmax and layer norm with both reduces in one fusion, the second reading the
+   first; outputs of every kind; an argmax
    one-hot through get-tuple-element; reduces over middle/major dims and to a scalar); the
    fixtures tests/fixtures/hlo_pass/softmax.hlo and layernorm.hlo, both whole (the entry as
    one fusion: reshapes to [.., 1] and identity broadcasts on the way) and after
@@ -238,6 +239,22 @@ static void test_softmax(void **state) {
                       "tuple(y, e, ab, m, s, lse)\n");
   rn_check_text("softmax f32[3,1000] + 5 side outputs", t, EMIT_KIND_REDUCTION, -4, 4, 1e-5, 1e-7);
   arrfree(t);
+  /* GPT-2's prefill softmax after the dynamic padder: max in another fusion (a parameter
+     here), padding columns masked out of the sum and the output; the exp is stashed in the
+     output while the sum visits it (reduction.c), and read back for the divide */
+  rn_check_text("masked softmax f32[4,96,96] (exp stashed)",
+                RN_REDUCERS
+                "fused {\n  x = f32[4,96,96] parameter(0)\n  m = f32[4,96] parameter(1)\n"
+                "  n = s32[] constant(77)\n  z = f32[] constant(0)\n"
+                "  zb = f32[4,96,96] broadcast(z), dimensions={}\n"
+                "  mb = f32[4,96,96] broadcast(m), dimensions={0,1}\n  d = f32[4,96,96] subtract(x, mb)\n"
+                "  e = f32[4,96,96] exponential(d)\n  nb = s32[4,96,96] broadcast(n), dimensions={}\n"
+                "  io = s32[4,96,96] iota(), iota_dimension=2\n"
+                "  c = pred[4,96,96] compare(io, nb), direction=LT\n  se = f32[4,96,96] select(c, e, zb)\n"
+                "  s = f32[4,96] reduce(se, z), dimensions={2}, to_apply=add\n"
+                "  sb = f32[4,96,96] broadcast(s), dimensions={0,1}\n  y = f32[4,96,96] divide(e, sb)\n"
+                "  ROOT r = f32[4,96,96] select(c, y, zb)\n}\n",
+                EMIT_KIND_REDUCTION, -4, 4, 1e-5, 1e-7);
   /* bf16: the sum keeps the evaluator's order (16-bit sums round at each step); exp and
      the divide round to bf16: 1 ulp (2^-8) relative */
   const char *b =
