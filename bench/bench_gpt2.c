@@ -25,6 +25,8 @@
    Both are timed twice: with the session's default matrix layouts (session.h, LAYOUTS)
    and with kernel_layouts off (every matrix as the file stores it, the head reading wte
    itself), to show what the layouts buy.
+   Beside them, per thread count, "OpenBLAS*": the same prefills' matmuls alone through
+   cblas_sgemm (blas_forward_once), against the same bound.
    Every measurement is the best of several runs, the runs of all kinds taking turns over
    rounds, so a busy spell of a shared machine hits all of them; read the ratios (and the
    load line at the end: other processes' share of the CPU during the run).
