@@ -108,6 +108,7 @@
 #include "emitters/loop.c"
 #include "emitters/matmul.c"
 #include "emitters/reduction.c"
+#include "emitters/reduction_analyse.c"
 #include "emitters/transpose.c"
 #include "../backends/cpu/cpu_backend.c"
 #include "../backends/cpu/cpu_code_cache.c"

@@ -1,4 +1,4 @@
-/* reduction_plan.h — what the reduction analysis of reduction.c (the CPU emitter's) tells
+/* reduction_plan.h — what the reduction analysis (reduction_analyse.c, the CPU emitter's) tells
    the GPU reduction emitter (gpu_reduction.c), so that both accept the same fusions for the
    same reasons: the heroes (every reduce, one kept shape), the order in which they are
    computed (each after the heroes it reads), the output leaves and their kinds, and the
