@@ -61,8 +61,10 @@
    (154 MB at 124M) and transposes at start; prefill is not slower (bench_gpt2 times both
    settings; 2 threads, quiet machine, one run: T = 64 82.0 ms against 92.5 as stored,
    T = 256 307 against 298; one block run at T = 64 7.2 against 7.7 ms, the (in, out)
-   matrices packed in whole rows, cpu_matmul.c). When the library's kernels stream alike in
-   both layouts, this goes.
+   matrices packed in whole rows, cpu_matmul.c). Those figures are from an AVX-512 Intel
+   machine; on a 2-core Zen 3 (AVX2), bench_gpt2 over eight runs: decode faster this way
+   (1 thread 26.6-41.5 ms against 34.0-44.2 as stored), prefill alike within its noise.
+   When the library's kernels stream alike in both layouts, this goes.
 
    VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
    DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
