@@ -67,7 +67,8 @@ static LLVMValueRef eli_broadcast(emit_fn *f, const hlo_instr *ins, const emit_i
    the result indices' position is spread over the operand's dims of that group only: a
    split costs a multiply-add (768 <- h*64 + d) and a size-1 dim nothing, where the
    position over the whole shape needed a division and a remainder per dim, which kept
-   LLVM from vectorising the head split of attention (scalar loads: 8.7 GB/s, bench). */
+   LLVM from vectorising the head split of attention (scalar loads: 8.7 GB/s in
+   `hlojit run --profile` on f32[256,2304] -> q, k, v heads; 42 GB/s after). */
 static LLVMValueRef eli_reshape(emit_fn *f, const hlo_instr *ins, const emit_index *idx) {
   const hlo_instr *o = ins->operands[0];
   const hlo_shape *os = &o->shape, *rs = &ins->shape;
