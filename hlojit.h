@@ -53,6 +53,11 @@
    bounds it (default 1024; least recently used entries go first). Writes are atomic (a
    temporary file renamed), so processes may share a directory; a truncated, corrupt,
    foreign or mismatched entry is a miss: recompiled and rewritten, never loaded.
+   The CUDA backend keeps each executable's PTX the same way, in the same directory: the key
+   is the emitted LLVM IR with the LLVM version, the GPU arch and PTX ISA and the libdevice
+   file, so a hit skips libdevice, O3 and NVPTX (the driver still loads the PTX; its own
+   cache, ~/.nv/ComputeCache, keeps the SASS). PTX the driver refuses is never stored, and a
+   stored PTX it refuses is deleted and compiled again.
 
    CONVENTIONS
    - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
@@ -530,8 +535,9 @@ typedef struct hj_exec_stats {
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
-  int code_source;            /* where the machine code came from: HJ_CODE_COMPILED, _MEMORY
-                                 (the same code was loaded in this context already), _DISK */
+  int code_source;            /* where the machine code (CUDA: the PTX) came from:
+                                 HJ_CODE_COMPILED, _MEMORY (the same code was made in this
+                                 context already), _DISK */
   /* ---- compile profile (issue 9) ---- */
   int kernels_distinct;       /* kernels emitted and compiled: fusions whose fused
                                  computations are structurally identical (hlo_fingerprint

@@ -116,6 +116,7 @@
 #include "../backends/cpu/cpu_matmul.c"
 #include "../backends/cpu/threadpool.c"
 #include "../backends/cuda/cuda_backend.c"
+#include "../backends/cuda/cuda_code_cache.c"
 #include "../backends/cuda/cuda_codegen.c"
 #include "../backends/cuda/cuda_device.c"
 #include "../backends/cuda/cuda_driver.c"

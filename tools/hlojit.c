@@ -243,10 +243,11 @@ static void cli_print_stats(const hj_exec_t *e) {
           s.compile_ms, s.fusions, s.kernels_loop, s.kernels_reduction, s.kernels_transpose,
           s.kernels_matmul, s.kernels_dus, s.evaluator_fallbacks, s.runtime_ops, s.emit_errors,
           s.copies, (long long)s.arena_bytes);
-  if (s.backend == HJ_BACKEND_CPU)
+  bool llvm = s.backend == HJ_BACKEND_CPU || s.backend == HJ_BACKEND_CUDA;   /* compiled code */
+  if (llvm)
     fprintf(stderr, "stats: compile_ms: passes+plan=%.2f emit=%.2f optimize=%.2f codegen=%.2f\n",
             s.passes_ms, s.emit_ms, s.optimize_ms, s.codegen_ms);
-  if (s.backend == HJ_BACKEND_CPU)
+  if (llvm)
     fprintf(stderr, "stats: code cache: %s\n", s.code_source == HJ_CODE_DISK ? "hit (disk)"
             : s.code_source == HJ_CODE_MEMORY ? "hit (memory)" : "miss (compiled)");
   if (s.backend == HJ_BACKEND_CPU)

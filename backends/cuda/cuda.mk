@@ -45,7 +45,7 @@ CUDA_CFLAGS += -DHLOJIT_CUDA_BACKEND
 CUDA_DOUBLE     := $(B)/tests/libcuda_double.so
 CUDA_DOUBLE_SRC := $(wildcard tests/cuda_double/*.c)
 CUDA_UNIT_TESTS := test_cuda_api test_cuda_driver test_cuda_codegen test_cuda_matmul \
-                   test_cuda_gpu_matmul test_cuda_backend test_cuda_gpu_modules
+                   test_cuda_gpu_matmul test_cuda_backend test_cuda_code_cache test_cuda_gpu_modules
 CUDA_GPU_TESTS  := test_cuda_gpu_matmul test_cuda_gpu_modules
 GPU_JOBS        ?= 8
 

@@ -19,16 +19,19 @@
      - passes: the CPU backend's (dot_canonicalize before the pipeline, fusion_split and
        wrap_fusions after);
      - module hooks: one LLVM module per executable in a fresh LLVM context, prepared for
-       NVPTX; finishing it links libdevice if called, runs O3, writes PTX (dumped as
-       NNN.NAME.ptx under HLOJIT_DUMP_TO, with the LLVM IR as NNN.NAME.ll), loads it once
-       with cuModuleLoadDataEx and resolves every kernel (cuModuleGetFunction).
+       NVPTX; finishing it takes its PTX from the PTX cache (cuda_code_cache.c: memory, then
+       disk) or links libdevice if called, runs O3 and writes PTX (dumped as NNN.NAME.ptx
+       under HLOJIT_DUMP_TO, with the LLVM IR as NNN.NAME.ll), loads it once with
+       cuModuleLoadDataEx and resolves every kernel (cuModuleGetFunction); PTX that loaded
+       is cached, a cached PTX the driver refuses is dropped and compiled again.
    After rt_compile each program's arena and constants move to managed memory (the
    compile driver made them on the host), and cub_graph_plan decides whether the entry
    program can be a CUDA graph.
 
    Offline (code_text, `hlojit ptx`): the same compile for a given arch with no driver or
-   device: the PTX is the result; nothing is loaded. Names are per module ("hjk_0", ...),
-   so the same module gives the same PTX. */
+   device: the PTX is the result; nothing is loaded and the PTX cache is not used. Names are
+   per module ("hjk_0", ...), so the same module gives the same PTX (and the cache's key
+   needs no renaming). */
 #include "cuda_exec.h"
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -58,6 +61,7 @@ static void cb_state_free(cub_state *s) {
       if (cuda_device_bind(s->dv, &e) == HJ_OK) cuda_mem_free(s->dv, (CUdeviceptr)s->allocs[i].base, &e);
   }
   arrfree(s->allocs);
+  cub_cc_destroy(s->cc);
   cuda_codegen_destroy(s->cg);
   cuda_device_close(s->dv);
   cuda_driver_close(s->d);
@@ -82,6 +86,10 @@ static hj_status cb_ctx_create(hj_ctx_t *ctx, void **out) {
   if (st == HJ_OK) st = cuda_codegen_create(s->arch, &s->cg, &e);
   if (st != HJ_OK) {
     hj__err(ctx, st, "CUDA backend: %s", e.msg);
+    cb_state_free(s);
+    return st;
+  }
+  if ((st = cub_cc_create(ctx, &s->cc)) != HJ_OK) {
     cb_state_free(s);
     return st;
   }
@@ -166,7 +174,42 @@ static void cb_dump(hj_ctx_t *ctx, const rt_exec *x, const char *what, const cha
 
 static double cb_now_ms(void) { return rt_now_ms(); }
 
-/* libdevice if called, O3, PTX; then (with a device) one module load and every kernel. */
+/* The driver loads |x|'s PTX; every kernel is resolved. */
+static hj_status cb_load(cub_exec *x, rt_exec *base, cuda_error *e) {
+  cuda_device *dv = x->be->dv;
+  char what[200];
+  snprintf(what, sizeof what, "%03d.%s", base->seq, base->m->name);
+  pthread_mutex_lock(&x->be->mu);
+  hj_status st = cuda_device_bind(dv, e);
+  if (st == HJ_OK) st = cuda_module_load(dv, x->ptx, what, &x->mod, e);
+  for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(base->kernels); i++) {
+    th_thunk *t = base->kernels[i];
+    if (t->kind != TH_KERNEL) continue;
+    CUfunction fn = NULL;
+    st = cuda_module_function(dv, x->mod, t->sym, &fn, e);
+    if (st == HJ_OK && t->shared_bytes) st = cuda_func_allow_shared(dv, fn, t->sym, (int)t->shared_bytes, e);
+    t->fn = fn;
+  }
+  if (st != HJ_OK && x->mod) {
+    cuda_error e2;
+    cuda_module_unload(dv, x->mod, &e2);
+    x->mod = NULL;
+  }
+  pthread_mutex_unlock(&x->be->mu);
+  return st;
+}
+
+/* libdevice if called, O3, PTX (times in base->stats). */
+static hj_status cb_ptx(cb_compile *c, cb_module *m, rt_exec *base, cuda_error *e) {
+  double t1 = cb_now_ms();
+  hj_status st = cuda_compile_ptx(c->cg, m->mod, &c->x->ptx, e);
+  base->stats.optimize_ms = cb_now_ms() - t1;
+  return st;
+}
+
+/* The module's PTX: from the PTX cache (online) or compiled; then (with a device) one
+   module load and every kernel. A cached PTX the driver refuses is dropped and compiled
+   afresh; what loads is cached. */
 static hj_status cb_module_finish(void *ud, void *handle, rt_exec *base) {
   cb_compile *c = ud;
   cub_exec *x = c->x;
@@ -177,36 +220,41 @@ static hj_status cb_module_finish(void *ud, void *handle, rt_exec *base) {
     cb_dump(c->ctx, base, "ll", ir, strlen(ir));
     LLVMDisposeMessage(ir);
   }
-  double t1 = cb_now_ms();
-  hj_status st = cuda_compile_ptx(c->cg, m->mod, &x->ptx, &e);
+  double t0 = cb_now_ms();
+  rt_code_key key = { 0 };
+  int source = HJ_CODE_COMPILED;
+  base->stats.optimize_ms = 0;
+  hj_status st = x->offline ? HJ_OK : cub_cc_lookup(x->be->cc, c->cg, m->mod, &key, &x->ptx, &source);
+  if (st != HJ_OK) {   /* out of memory: the message is set */
+    cb_module_discard(ud, handle);
+    rt_code_key_free(&key);
+    return st;
+  }
+  if (!x->ptx) st = cb_ptx(c, m, base, &e);
+  if (st == HJ_OK && !x->offline) {
+    cb_dump(c->ctx, base, "ptx", x->ptx, strlen(x->ptx));
+    st = cb_load(x, base, &e);
+    if (st != HJ_OK && source != HJ_CODE_COMPILED) {   /* the cached text refused: compile */
+      cub_cc_drop(x->be->cc, &key);
+      free(x->ptx);
+      x->ptx = NULL;
+      source = HJ_CODE_COMPILED;
+      e = (cuda_error){ 0 };
+      st = cb_ptx(c, m, base, &e);
+      if (st == HJ_OK) cb_dump(c->ctx, base, "ptx", x->ptx, strlen(x->ptx));
+      if (st == HJ_OK) st = cb_load(x, base, &e);
+    }
+    if (st == HJ_OK) cub_cc_put(x->be->cc, &key, x->ptx, source);
+  } else if (st == HJ_OK) {
+    cb_dump(c->ctx, base, "ptx", x->ptx, strlen(x->ptx));
+  }
   cb_module_discard(ud, handle);
-  double t2 = cb_now_ms();
-  base->stats.optimize_ms = t2 - t1;
-  if (st != HJ_OK) return hj__err(c->ctx, st, "CUDA backend: %s", e.msg);
-  cb_dump(c->ctx, base, "ptx", x->ptx, strlen(x->ptx));
-  if (x->offline) {
-    base->stats.codegen_ms = cb_now_ms() - t2;
-    return HJ_OK;
-  }
-  cuda_device *dv = x->be->dv;
-  char what[200];
-  snprintf(what, sizeof what, "%03d.%s", base->seq, base->m->name);
-  pthread_mutex_lock(&x->be->mu);
-  st = cuda_device_bind(dv, &e);
-  if (st == HJ_OK) st = cuda_module_load(dv, x->ptx, what, &x->mod, &e);
-  for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(base->kernels); i++) {
-    th_thunk *t = base->kernels[i];
-    if (t->kind != TH_KERNEL) continue;
-    CUfunction fn = NULL;
-    st = cuda_module_function(dv, x->mod, t->sym, &fn, &e);
-    if (st == HJ_OK && t->shared_bytes) st = cuda_func_allow_shared(dv, fn, t->sym, (int)t->shared_bytes, &e);
-    t->fn = fn;
-  }
-  pthread_mutex_unlock(&x->be->mu);
+  rt_code_key_free(&key);
+  base->stats.code_source = source;
   if (st != HJ_OK) return hj__err(c->ctx, st, "CUDA backend: %s", e.msg);
   for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(base->kernels); i++)
     if (base->kernels[i]->kind == TH_MATMUL) st = cub_mm_prepare(x, base->kernels[i]);
-  base->stats.codegen_ms = cb_now_ms() - t2;
+  base->stats.codegen_ms = cb_now_ms() - t0 - base->stats.optimize_ms;
   return st;
 }
 

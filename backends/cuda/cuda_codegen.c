@@ -63,6 +63,7 @@ struct cuda_codegen {
   char *libdevice;              /* the bitcode file, NULL when absent */
   size_t libdevice_len;
   char libdevice_path[1024];
+  long long libdevice_mtime;
 };
 
 static pthread_once_t cg_init_once = PTHREAD_ONCE_INIT;
@@ -183,13 +184,30 @@ static void cg_read_libdevice(cuda_codegen *cg) {
   if (!f) return;
   long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   char *p = len > 0 ? malloc((size_t)len) : NULL;
+  struct stat sb;
   if (p && fseek(f, 0, SEEK_SET) == 0 && fread(p, 1, (size_t)len, f) == (size_t)len) {
     cg->libdevice = p;
     cg->libdevice_len = (size_t)len;
+    cg->libdevice_mtime = fstat(fileno(f), &sb) == 0 ? (long long)sb.st_mtime : 0;
   } else {
     free(p);
   }
   fclose(f);
+}
+
+void cuda_codegen_code_id(cuda_codegen *cg, char *buf, size_t n) {
+  unsigned ma = 0, mi = 0, pa = 0;
+  LLVMGetVersion(&ma, &mi, &pa);
+  pthread_mutex_lock(&cg->lib_lock);
+  if (!cg->libdevice_tried) cg_read_libdevice(cg);
+  if (cg->libdevice)
+    snprintf(buf, n, "llvm %u.%u.%u; %s; %s; %s; O3; libdevice %s, %zu bytes, mtime %lld", ma, mi, pa,
+             NVPTX_TRIPLE, cg_arch[cg->arch].name, cg_arch[cg->arch].features, cg->libdevice_path,
+             cg->libdevice_len, cg->libdevice_mtime);
+  else
+    snprintf(buf, n, "llvm %u.%u.%u; %s; %s; %s; O3; no libdevice", ma, mi, pa, NVPTX_TRIPLE,
+             cg_arch[cg->arch].name, cg_arch[cg->arch].features);
+  pthread_mutex_unlock(&cg->lib_lock);
 }
 
 static bool cg_uses_libdevice(LLVMModuleRef mod, char *first, size_t n) {

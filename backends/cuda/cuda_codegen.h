@@ -52,6 +52,10 @@ typedef struct cuda_codegen cuda_codegen;
 hj_status cuda_codegen_create(cuda_arch arch, cuda_codegen **out, cuda_error *e);
 void cuda_codegen_destroy(cuda_codegen *cg);   /* NULL is fine */
 cuda_arch cuda_codegen_arch(const cuda_codegen *cg);
+/* What the PTX of a module depends on besides its IR, for code caches: LLVM's version, the
+   triple, arch and PTX ISA, the pipeline, and the libdevice file (path, size, mtime) or
+   none. Reads libdevice if it was not read yet. */
+void cuda_codegen_code_id(cuda_codegen *cg, char *buf, size_t n);
 
 /* Sets |mod|'s triple (nvptx64-nvidia-cuda) and data layout, and nvvm-reflect-ftz = 0. */
 void cuda_codegen_prepare_module(cuda_codegen *cg, LLVMModuleRef mod);

@@ -7,7 +7,8 @@
                      graphs (record, replay, update in place);
      cuda_gemm.c     matmul thunks: the tiled kernel or cuBLAS (+ epilogue kernel), chosen
                      per shape; the adapter from the emitters' tiled-matmul request to
-                     cuda_matmul_emit.
+                     cuda_matmul_emit;
+     cuda_code_cache.c  the PTX cache: each module's PTX once per key, in memory and on disk.
 
    Invariants
    - Every buffer a kernel sees is device-accessible and 16-byte aligned: managed memory we
@@ -38,11 +39,14 @@ typedef struct cub_alloc {
   bool on_host;
 } cub_alloc;
 
+typedef struct cub_cc cub_cc;
+
 typedef struct cub_state {             /* per context */
   hj_ctx_t *ctx;
   cuda_driver *d;
   cuda_device *dv;
   cuda_codegen *cg;
+  cub_cc *cc;                          /* the PTX cache (cuda_code_cache.c) */
   cuda_arch arch;
   bool libdevice;                      /* libdevice.10.bc found (sin, pow, f64 math) */
   bool graphs;                         /* the driver has graphs */
@@ -127,6 +131,23 @@ void cub_to_host(cub_state *s, const void *p, size_t bytes);
 hj_status cub_err(hj_ctx_t *ctx, const cuda_error *e);
 /* cuda_backend.c: $name is "0", "off" or "no". */
 bool cub_env_off(const char *name);
+
+/* ---- cuda_code_cache.c: the PTX cache (the file's comment says how it works) ---------------
+   cub_cc_create: one per context, its disk part in ctx->opt.cache_dir (NULL: $HLOJIT_CACHE_DIR,
+     else $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off": memory only).
+   cub_cc_lookup: |mod|'s key into *key (free it with rt_code_key_free) and, on a hit, its PTX
+     (*ptx malloc'd, *source HJ_CODE_MEMORY or _DISK; |mod| untouched); on a miss *ptx is NULL
+     and *source HJ_CODE_COMPILED: the caller compiles |mod|.
+   cub_cc_put: after the driver loaded |ptx|: kept in memory, and written to disk when it was
+     compiled (|source|). cub_cc_drop: a hit the driver refused, out of memory and disk.
+   cub_cc_dir: the disk cache's directory, "" when off. */
+hj_status cub_cc_create(hj_ctx_t *ctx, cub_cc **out);
+void cub_cc_destroy(cub_cc *c);
+hj_status cub_cc_lookup(cub_cc *c, cuda_codegen *cg, LLVMModuleRef mod, rt_code_key *key, char **ptx,
+                        int *source);
+void cub_cc_put(cub_cc *c, const rt_code_key *key, const char *ptx, int source);
+void cub_cc_drop(cub_cc *c, const rt_code_key *key);
+const char *cub_cc_dir(const cub_cc *c);
 
 /* ---- cuda_run.c ------------------------------------------------------------------------- */
 hj_status cub_run(cub_exec *x, void *const *in, int nin, void *const *out, int nout);

@@ -1,6 +1,6 @@
 /* runtime/code_key.c — the key of an emitted LLVM module's machine code, for code caches
-   (runtime.h, "code_key.c"; the CPU backend's cpu_code_cache.c, later CUDA's PTX the same
-   way). LLVM-C core only: no target headers.
+   (runtime.h, "code_key.c"; the CPU backend's cpu_code_cache.c and the CUDA backend's PTX
+   cache, cuda_code_cache.c). LLVM-C core only: no target headers.
 
    The key is what determines the machine code: the emitted IR before optimisation, plus the
    target's identity string (CPU: LLVM version, triple, CPU name and features; CUDA: sm_XX,
@@ -67,12 +67,13 @@ static void rck_rename_thunks(rt_exec *x, rck_name *map) {
   }
 }
 
-/* The IR's hash with neutral names (module identifier and source name constant meanwhile). */
-static void rck_ir_digest(LLVMModuleRef mod, char ***orig, char out[33]) {
+/* The IR's hash, with neutral names when |rename| (module identifier and source name constant
+   meanwhile); |orig| as rck_rename's. */
+static void rck_ir_digest(LLVMModuleRef mod, bool rename, char ***orig, char out[33]) {
   size_t idlen;
   const char *id0 = LLVMGetModuleIdentifier(mod, &idlen);
   char *id = strndup(id0, idlen);
-  rck_rename(mod, "", orig);
+  if (rename) rck_rename(mod, "", orig);
   LLVMSetModuleIdentifier(mod, "hlojit", 6);
   LLVMSetSourceFileName(mod, "hlojit", 6);
   char *ir = LLVMPrintModuleToString(mod);
@@ -85,18 +86,25 @@ static void rck_ir_digest(LLVMModuleRef mod, char ***orig, char out[33]) {
   }
 }
 
-hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x, rt_code_key *out) {
-  memset(out, 0, sizeof *out);
-  char **orig = NULL, irh[33], prefix[40], name[160];
-  rck_ir_digest(mod, &orig, irh);
+/* The key material and its digest from the target and the IR's hash. */
+static hj_status rck_key(hj_ctx_t *ctx, const char *target_id, const char *irh, rt_code_key *out) {
   char *k = NULL;
   sb_printf(&k, "hlojit code cache v1; hlojit %d.%d; %s; ir %s", HJ_VERSION_MAJOR, HJ_VERSION_MINOR, target_id, irh);
   out->len = (size_t)arrlen(k) - 1;
   out->key = malloc(out->len + 1);
   if (out->key) memcpy(out->key, k, out->len + 1);
   arrfree(k);
-  if (out->key) {
-    rt_dcache_digest(out->key, out->len, out->digest);
+  if (!out->key) return hj__err(ctx, HJ_ERR_OOM, "code cache: out of memory");
+  rt_dcache_digest(out->key, out->len, out->digest);
+  return HJ_OK;
+}
+
+hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x, rt_code_key *out) {
+  memset(out, 0, sizeof *out);
+  char **orig = NULL, irh[33], prefix[40], name[160];
+  rck_ir_digest(mod, true, &orig, irh);
+  hj_status st = rck_key(ctx, target_id, irh, out);
+  if (st == HJ_OK) {
     snprintf(prefix, sizeof prefix, "hj%s", out->digest);
     rck_rename(mod, prefix, NULL);
     rck_name *map = NULL;   /* original -> final: the final names follow module order too */
@@ -111,7 +119,16 @@ hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_
   }
   for (ptrdiff_t i = 0; i < arrlen(orig); i++) free(orig[i]);
   arrfree(orig);
-  return out->key ? HJ_OK : hj__err(ctx, HJ_ERR_OOM, "code cache: out of memory");
+  return st;
+}
+
+/* For modules whose names are already canonical (the same content has the same names in
+   every process: the CUDA backend's per-module "hjk_0", ...): nothing is renamed. */
+hj_status rt_code_key_make_named(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_code_key *out) {
+  memset(out, 0, sizeof *out);
+  char irh[33];
+  rck_ir_digest(mod, false, NULL, irh);
+  return rck_key(ctx, target_id, irh, out);
 }
 
 void rt_code_key_free(rt_code_key *k) {

@@ -318,6 +318,9 @@ typedef struct rt_code_key {
 } rt_code_key;
 hj_status rt_code_key_make(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_exec *x,
                            rt_code_key *out);
+/* rt_code_key_make_named: the same key for a module whose names are already canonical (the
+   same content has the same names in every process); nothing is renamed. */
+hj_status rt_code_key_make_named(hj_ctx_t *ctx, LLVMModuleRef mod, const char *target_id, rt_code_key *out);
 void rt_code_key_free(rt_code_key *k);
 #endif /* HLOJIT_NO_LLVM */
 

@@ -57,3 +57,28 @@ def test_jit_second_process_all_disk_hits(tmp_path):
         assert d1 == 0 and c1 > 1, (name, c1, d1)
         assert c2 == c1 and d2 == c2, f"{name}: second process: {c2} compiles, {d2} from disk"
         assert a.read_bytes() == b.read_bytes(), f"{name}: the second process computed other bits"
+
+
+DOUBLE = BUILD / "tests" / "libcuda_double.so"
+
+
+def test_tool_cuda_ptx_second_run_hits(tmp_path):
+    """The CUDA backend's PTX cache across processes, on the CUDA test double (its kernels never
+    run, so only the compile is checked): the second process loads the PTX from disk, byte for
+    byte what the first compiled; --cache-dir off compiles."""
+    import os
+    import pytest
+    if not DOUBLE.exists():
+        pytest.skip(f"the CUDA test double is not built ({DOUBLE}; make unit builds it)")
+    env = dict(os.environ, HLOJIT_LIBCUDA=str(DOUBLE), HLOJIT_LIBCUBLAS=str(DOUBLE))
+    cache = tmp_path / "cache"
+    for m in sorted(FIXTURES.glob("*.hlo"))[:4]:
+        ptx = []
+        for k, (cdir, want) in enumerate([(cache, "miss (compiled)"), (cache, "hit (disk)"), ("off", "miss (compiled)")]):
+            dump = tmp_path / f"{m.stem}.dump{k}"
+            r = run([HLOJIT, "run", m, "--backend", "cuda", "--random-inputs", "7", "--stats", "--cache-dir", cdir],
+                    env=dict(env, HLOJIT_DUMP_TO=str(dump)))
+            assert "stats: backend=cuda" in r.stderr, (m.name, r.stderr)
+            assert f"stats: code cache: {want}" in r.stderr, (m.name, k, r.stderr)
+            ptx.append([p.read_bytes() for p in sorted(dump.glob("*.ptx"))])
+        assert ptx[0] and ptx[0] == ptx[1] == ptx[2], m.name
