@@ -252,7 +252,7 @@ static hj_status cb_module_finish(void *ud, void *handle, rt_exec *base) {
   rt_code_key_free(&key);
   base->stats.code_source = source;
   if (st != HJ_OK) return hj__err(c->ctx, st, "CUDA backend: %s", e.msg);
-  for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(base->kernels); i++)
+  for (ptrdiff_t i = 0; !x->offline && st == HJ_OK && i < arrlen(base->kernels); i++)
     if (base->kernels[i]->kind == TH_MATMUL) st = cub_mm_prepare(x, base->kernels[i]);
   base->stats.codegen_ms = cb_now_ms() - t0 - base->stats.optimize_ms;
   return st;
