@@ -23,7 +23,11 @@
    threads produce every input-shape leaf that reads a hero (softmax's exp(x - max) / sum) at
    elements l, l+W, ...: coalesced again. The tree's shape depends only on W, so every run
    gives the same bits (not the evaluator's order: results differ from it by rounding, as
-   the CPU's lanes do).
+   the CPU's lanes do). The output pass computes softmax's exp(x - max) again rather than
+   using the CPU emitter's stash (reduction.c: the value stored during the reduce pass and
+   loaded back): here the recomputation costs a few SFU instructions of a memory-bound
+   kernel, the stash an extra global store per element; not changed without a GPU to
+   measure it.
 
    COLUMN (every hero reduces its major dims into minor kept columns, reassociation legal,
    no hero reads another, no input-shape leaf reads one — the CPU's column strategy): blocks
