@@ -138,5 +138,3 @@ void cub_cc_drop(cub_cc *c, const rt_code_key *key) {
   rt_dcache_entry_path(c->disk, key->key, key->len, path, sizeof path);
   remove(path);
 }
-
-const char *cub_cc_dir(const cub_cc *c) { return c && c->disk ? rt_dcache_dir(c->disk) : ""; }

@@ -139,15 +139,13 @@ bool cub_env_off(const char *name);
      (*ptx malloc'd, *source HJ_CODE_MEMORY or _DISK; |mod| untouched); on a miss *ptx is NULL
      and *source HJ_CODE_COMPILED: the caller compiles |mod|.
    cub_cc_put: after the driver loaded |ptx|: kept in memory, and written to disk when it was
-     compiled (|source|). cub_cc_drop: a hit the driver refused, out of memory and disk.
-   cub_cc_dir: the disk cache's directory, "" when off. */
+     compiled (|source|). cub_cc_drop: a hit the driver refused, out of memory and disk. */
 hj_status cub_cc_create(hj_ctx_t *ctx, cub_cc **out);
 void cub_cc_destroy(cub_cc *c);
 hj_status cub_cc_lookup(cub_cc *c, cuda_codegen *cg, LLVMModuleRef mod, rt_code_key *key, char **ptx,
                         int *source);
 void cub_cc_put(cub_cc *c, const rt_code_key *key, const char *ptx, int source);
 void cub_cc_drop(cub_cc *c, const rt_code_key *key);
-const char *cub_cc_dir(const cub_cc *c);
 
 /* ---- cuda_run.c ------------------------------------------------------------------------- */
 hj_status cub_run(cub_exec *x, void *const *in, int nin, void *const *out, int nout);
