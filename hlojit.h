@@ -407,7 +407,13 @@ typedef struct hj_dot_dims {
 } hj_dot_dims_t;
 /* XLA's DotGeneral. The result's dims, in this order (XLA's rule): the batch dims (in
    lhs_batch order), then a's remaining dims (in a's order), then b's remaining dims (in b's
-   order). E.g. a (B, T, C), b (C, N), contracting a's 2 with b's 0, no batch: (B, T, N). */
+   order). E.g. a (B, T, C), b (C, N), contracting a's 2 with b's 0, no batch: (B, T, N).
+   Operand dtypes: the same, or floats of different widths (XLA's mixed-precision dot), whose
+   result is the wider type: f32 activations x bf16 weights -> f32. The CPU backend runs an
+   f32 x bf16 matmul (also through hj_matmul and hj_linear) in its kernels, widening the
+   bf16 operand as it reads it, so the result has the bits of the f32 dot of the widened
+   operand at half the weight bytes; other mixes, and the CUDA backend, run such a dot in
+   the evaluator. */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
 /* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations.
@@ -457,7 +463,8 @@ hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins 
 /* A linear layer: x (..., in) times the weights, plus the bias |b| (out) unless it is
    HJ_NONE -> (..., out). The weights as checkpoints store them: HJ_LINEAR_IN_OUT, w (in,
    out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
-   y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. */
+   y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. w may
+   be bf16 with an f32 x (a mixed-precision dot, hj_dot_general): weights kept in bf16. */
 typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
 hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
 

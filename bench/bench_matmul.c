@@ -17,6 +17,9 @@
    read or STREAM-triad bandwidth seen at any time in the run instead: stricter, since on a
    shared machine the bandwidth drifts (40-100 GB/s on 2 threads seen here) and the best
    may come from a quieter minute than the gemv's.
+   --bf16: hlojit's rhs is bf16 (an f32 x bf16 dot: weights kept in bf16), OpenBLAS gets
+   the same values widened to f32; GB/s counts B's bf16 bytes, so "of bw" is against the
+   bytes it must read, and ratio is bf16-kept hlojit against OpenBLAS on f32 weights.
    Run through `make bench` (bench/bench.mk), which unsets OPENBLAS_CORETYPE and
    OPENBLAS_L2_SIZE so that OpenBLAS picks its own kernel for this CPU. */
 #define _GNU_SOURCE
@@ -60,9 +63,9 @@ typedef struct bm_mm {
 
 /* Parses a one-dot fusion, emits it, JITs it and resolves the plan's kernels. */
 static hj_status bm_build(hj_ctx_t *ctx, cpu_jit *j, int64_t M, int64_t K, int64_t N, bool trans,
-                          bm_mm *out) {
+                          bool bf16, bm_mm *out) {
   char text[1024];
-  const char *rhs = trans ? "f32[%lld,%lld]" : "f32[%lld,%lld]";
+  const char *rhs = bf16 ? "bf16[%lld,%lld]" : "f32[%lld,%lld]";
   char rs[64];
   snprintf(rs, sizeof rs, rhs, (long long)(trans ? N : K), (long long)(trans ? K : N));
   snprintf(text, sizeof text,
@@ -198,7 +201,7 @@ static void bm_bandwidth(bm_rd *rd, tp_pool *pool, double *read_gbs, double *tri
 
 /* |nb| copies of B used in turn (M = 1: so that B comes from memory, not from the LLC, as
    the weights do in a real decode step). */
-typedef struct bm_run { bm_mm mm; void **bufs; float **bs; int nb, i; tp_pool *pool; void *scratch; } bm_run;
+typedef struct bm_run { bm_mm mm; void **bufs; void **bs; int nb, i; tp_pool *pool; void *scratch; } bm_run;
 
 /* Best time of |fn|, run for at least |secs| (and 2 runs). */
 static double bm_best(void (*fn)(void *), void *u, double secs) {
@@ -258,9 +261,31 @@ static float *bm_rand(int64_t n, unsigned *seed) {
 
 /* `bench_matmul [--cold]` runs the table; `bench_matmul [--cold] M K N T` (T = 1: rhs
    transposed) one shape. */
+/* f32 -> bf16 bits, round to nearest even (finite values). */
+static uint16_t bm_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* |b| rounded to bf16: the bf16 copy (returned), and |b| widened back in place. */
+static uint16_t *bm_to_bf16(float *b, int64_t n) {
+  uint16_t *h = bm_alloc((size_t)((n * 2 + 63) / 64 * 64));
+  for (int64_t i = 0; i < n; i++) {
+    h[i] = bm_bf16(b[i]);
+    uint32_t u = (uint32_t)h[i] << 16;
+    memcpy(&b[i], &u, 4);
+  }
+  return h;
+}
+
 int main(int argc, char **argv) {
-  bool cold = argc > 1 && !strcmp(argv[1], "--cold");
-  if (cold) argv++, argc--;
+  bool cold = false, bf16 = false;
+  while (argc > 1 && (!strcmp(argv[1], "--cold") || !strcmp(argv[1], "--bf16"))) {
+    if (!strcmp(argv[1], "--cold")) cold = true;
+    else bf16 = true;
+    argv++, argc--;
+  }
   hj_ctx_options_t o;
   hj_ctx_options_init(&o);
   o.backend = HJ_BACKEND_INTERP;
@@ -272,6 +297,7 @@ int main(int argc, char **argv) {
   }
   printf("host: %s (%s), vector bytes %d\n", cpu_jit_cpu_name(j), "LLVM", bm_vector_bytes(j));
   printf("OpenBLAS core: %s   config: %s\n", openblas_get_corename(), openblas_get_config());
+  if (bf16) printf("rhs: bf16 for hlojit (f32 x bf16), the same values in f32 for OpenBLAS\n");
   static struct { int64_t K, N; bool trans; const char *what; } kn[] = {
     { 768, 2304, false, "qkv" }, { 768, 768, false, "attn.proj" }, { 768, 3072, false, "fc" },
     { 3072, 768, false, "fc.proj" }, { 768, 50304, true, "logits(wte^T)" },
@@ -306,7 +332,7 @@ int main(int argc, char **argv) {
     for (size_t mi = 0; mi < nms; mi++) {
       int64_t M = Ms[mi], K = kn[si].K, N = kn[si].N;
       bm_mm mm = { 0 };
-      if (bm_build(ctx, j, M, K, N, kn[si].trans, &mm)) {
+      if (bm_build(ctx, j, M, K, N, kn[si].trans, bf16, &mm)) {
         fprintf(stderr, "build failed: %s\n", hj_ctx_error(ctx));
         return 1;
       }
@@ -316,12 +342,14 @@ int main(int argc, char **argv) {
       bs[0] = b;
       for (int i = 1; i < nb; i++)   /* different data: identical pages might get merged */
         bs[i] = bm_rand(K * N, &seed);
+      void **hb = malloc(sizeof *hb * (size_t)nb);   /* what hlojit reads: bs, or bf16 copies */
+      for (int i = 0; i < nb; i++) hb[i] = bf16 ? (void *)bm_to_bf16(bs[i], K * N) : (void *)bs[i];
       float *c = bm_alloc((size_t)(M * N * 4 + 64)), *ref = bm_alloc((size_t)(M * N * 4 + 64));
-      void *bufs[3] = { a, b, c };
+      void *bufs[3] = { a, hb[0], c };
       for (int t = 0; t < 2; t++) {
         size_t sb = cpu_matmul_scratch_bytes(mm.plan, threads[t]);
         void *scr = sb ? bm_alloc((sb + 63) / 64 * 64) : NULL;
-        bm_run r = { mm, bufs, bs, nb, 0, pools[t], scr };
+        bm_run r = { mm, bufs, hb, nb, 0, pools[t], scr };
         bm_blas bl = { M, N, K, kn[si].trans, a, bs, nb, 0, ref };
         openblas_set_num_threads(threads[t]);
         rd.pool = pools[t];
@@ -340,14 +368,17 @@ int main(int argc, char **argv) {
         double fl = 2.0 * (double)M * (double)N * (double)K;
         if (nrows < 64)
           rows[nrows++] = (struct bm_row){ kn[si].what, M, K, N, t, fl / th / 1e9, fl / tb / 1e9,
-                                           (double)K * (double)N * 4 / th / 1e9,
+                                           (double)K * (double)N * (bf16 ? 2 : 4) / th / 1e9,
                                            (double)(32 << 20) * 4 / tr / 1e9, rel };
         if (M == 1 && (double)(32 << 20) * 4 / tr / 1e9 > bw_rd_best[t]) bw_rd_best[t] = (double)(32 << 20) * 4 / tr / 1e9;
         if (rel > 1e-4) bad = 1;
         free(scr);
       }
-      for (int i = 0; i < nb; i++) free(bs[i]);
-      free(bs), free(a), free(c), free(ref);
+      for (int i = 0; i < nb; i++) {
+        if (bf16) free(hb[i]);
+        free(bs[i]);
+      }
+      free(hb), free(bs), free(a), free(c), free(ref);
       cpu_matmul_plan_free(mm.plan);
       hlo_module_free(mm.m);
     }

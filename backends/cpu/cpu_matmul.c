@@ -153,9 +153,82 @@ static void cmm_pack_b_rows(float *dst, const float *b, int64_t ldb, int64_t ncu
   }
 }
 
-static void cmm_pack_b_normal(float *dst, const float *b, int64_t ldb, int64_t ncur, int64_t kcur,
-                              int nr) {
-  cmm_pack_b_rows(dst, b, ldb, ncur, kcur, 0, kcur, nr);
+/* bf16 -> f32 is exact: the bits move up 16 places (unpacking with zeros below them). */
+static inline float cmm_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* cmm_pack_b_rows for a bf16 B (plan's rhs_bf16), widening as it packs. */
+static void cmm_pack_b_rows_bf16(float *dst, const uint16_t *b, int64_t ldb, int64_t ncur,
+                                 int64_t kcur, int nr) {
+  int64_t full = ncur / nr, cols = ncur - full * nr;
+  for (int64_t k = 0; k < kcur; k++) {
+    const uint16_t *s = b + k * ldb;
+    for (int64_t jp = 0; jp < full; jp++) {
+      float *d = dst + jp * nr * kcur + k * nr;
+      const uint16_t *q = s + jp * nr;
+      int j = 0;
+#ifdef __SSE2__
+      for (; j + 8 <= nr; j += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(q + j)), z = _mm_setzero_si128();
+        _mm_storeu_ps(d + j, _mm_castsi128_ps(_mm_unpacklo_epi16(z, h)));
+        _mm_storeu_ps(d + j + 4, _mm_castsi128_ps(_mm_unpackhi_epi16(z, h)));
+      }
+#endif
+      for (; j < nr; j++) d[j] = cmm_bf16(q[j]);
+    }
+    if (cols) {
+      float *d = dst + full * nr * kcur + k * nr;
+      for (int64_t j = 0; j < cols; j++) d[j] = cmm_bf16(s[full * nr + j]);
+      memset(d + cols, 0, (size_t)(nr - cols) * 4);
+    }
+  }
+}
+
+/* B normal at |b| (element type by |bf16|). */
+static void cmm_pack_b_normal(float *dst, const void *b, bool bf16, int64_t ldb, int64_t ncur,
+                              int64_t kcur, int nr) {
+  if (bf16) cmm_pack_b_rows_bf16(dst, b, ldb, ncur, kcur, nr);
+  else cmm_pack_b_rows(dst, b, ldb, ncur, kcur, 0, kcur, nr);
+}
+
+/* cmm_pack_b_trans for a bf16 B: the same 4x4 transposes on widened rows. */
+static void cmm_pack_b_trans_bf16(float *dst, const uint16_t *b, int64_t ldb, int64_t ncur,
+                                  int64_t kcur, int nr) {
+  for (int64_t jr = 0; jr < ncur; jr += nr) {
+    float *d = dst + jr * kcur;
+    int64_t cols = ncur - jr < nr ? ncur - jr : nr, j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      const uint16_t *s0 = b + (jr + j) * ldb, *s1 = s0 + ldb, *s2 = s1 + ldb, *s3 = s2 + ldb;
+      int64_t k = 0;
+#ifdef __SSE2__
+      __m128i z = _mm_setzero_si128();
+#define CMM_W4(s) _mm_castsi128_ps(_mm_unpacklo_epi16(z, _mm_loadl_epi64((const __m128i *)((s) + k))))
+      for (; k + 4 <= kcur; k += 4) {
+        __m128 r0 = CMM_W4(s0), r1 = CMM_W4(s1), r2 = CMM_W4(s2), r3 = CMM_W4(s3);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + k * nr + j, r0);
+        _mm_storeu_ps(d + (k + 1) * nr + j, r1);
+        _mm_storeu_ps(d + (k + 2) * nr + j, r2);
+        _mm_storeu_ps(d + (k + 3) * nr + j, r3);
+      }
+#undef CMM_W4
+#endif
+      for (; k < kcur; k++) {
+        float *o = d + k * nr + j;
+        o[0] = cmm_bf16(s0[k]), o[1] = cmm_bf16(s1[k]), o[2] = cmm_bf16(s2[k]), o[3] = cmm_bf16(s3[k]);
+      }
+    }
+    for (; j < cols; j++) {
+      const uint16_t *s = b + (jr + j) * ldb;
+      for (int64_t k = 0; k < kcur; k++) d[k * nr + j] = cmm_bf16(s[k]);
+    }
+    for (; j < nr; j++)
+      for (int64_t k = 0; k < kcur; k++) d[k * nr + j] = 0.0f;
+  }
 }
 
 static void cmm_pack_b_trans(float *dst, const float *b, int64_t ldb, int64_t ncur, int64_t kcur,
@@ -196,7 +269,9 @@ static void cmm_pack_b_trans(float *dst, const float *b, int64_t ldb, int64_t nc
 typedef struct cmm_job {
   const struct emit_matmul_plan *p;
   void **bufs;               /* the kernel's buffers (for the epilogue) */
-  const float *a, *b;
+  const float *a;
+  const char *b;             /* f32 or bf16 (plan's rhs_bf16): element i at b + i * bes */
+  int bes;
   float *c;
   char *scratch;
   size_t per_thread;
@@ -232,7 +307,8 @@ static void cmm_gemm_unit(const cmm_job *J, char *scr, int64_t bi, int64_t kb, i
   int64_t k0 = 0, k1 = K;
   float *ap = (float *)scr, *bp = (float *)(scr + cmm_a_bytes(p));
   float *tile = (float *)(scr + cmm_a_bytes(p) + cmm_b_bytes(p));
-  const float *A = J->a + bi * M * K, *Bm = J->b + bi * N * K;
+  const float *A = J->a + bi * M * K;
+  const char *Bm = J->b + bi * N * K * J->bes;
   float *C = J->c + bi * M * N;
   if (J->kblocks > 1) {
     k0 = kb * p->gemv_kb, k1 = K - k0 < p->gemv_kb ? K : k0 + p->gemv_kb;
@@ -245,9 +321,11 @@ static void cmm_gemm_unit(const cmm_job *J, char *scr, int64_t bi, int64_t kb, i
       cmm_pack_a(ap, A + ic * K + pc, K, mcur, kcur, p->mr);
       for (int64_t jc = n0; jc < n1; jc += p->nc) {
         int64_t ncur = n1 - jc < p->nc ? n1 - jc : p->nc;
-        const float *bsrc = p->rhs_transposed ? Bm + jc * K + pc : Bm + pc * N + jc;
-        if (p->rhs_transposed) cmm_pack_b_trans(bp, bsrc, K, ncur, kcur, p->nr);
-        else cmm_pack_b_normal(bp, bsrc, N, ncur, kcur, p->nr);
+        const char *bsrc = Bm + (p->rhs_transposed ? jc * K + pc : pc * N + jc) * J->bes;
+        if (p->rhs_transposed && p->rhs_bf16)
+          cmm_pack_b_trans_bf16(bp, (const uint16_t *)bsrc, K, ncur, kcur, p->nr);
+        else if (p->rhs_transposed) cmm_pack_b_trans(bp, (const float *)bsrc, K, ncur, kcur, p->nr);
+        else cmm_pack_b_normal(bp, bsrc, p->rhs_bf16, N, ncur, kcur, p->nr);
         for (int64_t ir = 0; ir < mcur; ir += p->mr) {
           int64_t rows = mcur - ir < p->mr ? mcur - ir : p->mr;
           for (int64_t jr = 0; jr < ncur; jr += p->nr) {
@@ -283,15 +361,16 @@ static void cmm_gemv_units(const cmm_job *J, int64_t begin, int64_t end) {
     int64_t kb = u % J->kblocks, bi = u / J->kblocks % p->B, lo, hi;
     cmm_part(p->N, p->gemv_cols, (int)(u / J->kblocks / p->B), J->parts, &lo, &hi);
     if (hi <= lo) continue;
-    const float *x = J->a + bi * p->K, *Bm = J->b + bi * p->N * p->K;
+    const float *x = J->a + bi * p->K;
+    const char *Bm = J->b + bi * p->N * p->K * J->bes;   /* the gemv widens a bf16 B itself */
     float *y = J->c + bi * p->N;
     if (p->rhs_transposed) {
-      p->gemv(p->K, x, Bm + lo * p->K, y + lo, p->K, hi - lo);
+      p->gemv(p->K, x, (const float *)(Bm + lo * p->K * J->bes), y + lo, p->K, hi - lo);
     } else {
       int64_t k0 = kb * p->gemv_kb, kcur = p->K - k0 < p->gemv_kb ? p->K - k0 : p->gemv_kb;
       float *dst = J->kblocks > 1 ? J->partial + (bi * J->kblocks + kb) * p->N : y;
       memset(dst + lo, 0, (size_t)(hi - lo) * 4);
-      p->gemv(kcur, x + k0, Bm + k0 * p->N + lo, dst + lo, p->N, hi - lo);
+      p->gemv(kcur, x + k0, (const float *)(Bm + (k0 * p->N + lo) * J->bes), dst + lo, p->N, hi - lo);
     }
     if (p->epi && J->kblocks == 1) p->epi(J->bufs, bi * p->N + lo, bi * p->N + hi);
   }
@@ -358,8 +437,8 @@ static void cmm_task(void *user, int64_t begin, int64_t end) {
 }
 
 void cpu_matmul_run(const struct emit_matmul_plan *p, void **bufs, tp_pool *pool, void *scratch) {
-  cmm_job J = { .p = p, .bufs = bufs, .a = bufs[p->lhs_buf], .b = bufs[p->rhs_buf], .c = bufs[p->out_buf],
-                .scratch = scratch, .per_thread = cmm_per_thread(p) };
+  cmm_job J = { .p = p, .bufs = bufs, .a = bufs[p->lhs_buf], .b = bufs[p->rhs_buf], .bes = p->rhs_bf16 ? 2 : 4,
+                .c = bufs[p->out_buf], .scratch = scratch, .per_thread = cmm_per_thread(p) };
   if (p->B * p->M * p->N == 0) return;
   if (p->K == 0) {
     memset(J.c, 0, (size_t)(p->B * p->M * p->N) * 4);

@@ -157,6 +157,9 @@ hlo_instr *hj__scalar_const(hj_graph_t *g, const char *op, hlo_type t, double v)
 hlo_instr *hj__expand(hj_graph_t *g, const char *op, hlo_instr *x, const hlo_shape *target);
 hj_tensor_t hj__tensor_of(hj_graph_t *g, hlo_instr *ins);
 bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
+/* hj__dot_types: a dot's operands have one dtype, or are floats of different widths (a
+   mixed-precision dot, f32 x bf16: the result is the wider type); else hj__same_type's error. */
+bool hj__dot_types(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
 hlo_comp *hj__comp_new(hlo_module *m, const char *name);
 /* closure.c: tensors of enclosing graphs used in sub-graphs (see its top comment).
    hj__is_ancestor: |a| encloses |b| (b's parent, or its parent's, ...).

@@ -306,6 +306,15 @@ bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b) {
   return false;
 }
 
+/* A dot's operand types: the same, or floats of different widths (a mixed-precision dot,
+   e.g. f32 activations x bf16 weights; the result is the wider type). */
+bool hj__dot_types(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b) {
+  hlo_type ta = a->shape.type, tb = b->shape.type;
+  if (hlo_type_is_float(ta) && hlo_type_is_float(tb) && hlo_type_size(ta) != hlo_type_size(tb))
+    return true;
+  return hj__same_type(g, op, a, b);
+}
+
 /* ---- graphs ------------------------------------------------------------------------------- */
 
 /* |name| as an HLO identifier ([A-Za-z_][A-Za-z0-9_.-]*) into |buf|. */

@@ -421,7 +421,7 @@ hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d)
       !bldo_ints(g, op, "rhs_contracting", d->rhs_contracting, d->n_rhs_contracting, &dd.rhs_contract))
     return bldo_poison(g);
   if (hlo_shape_is_array(&x[0]->shape) && hlo_shape_is_array(&x[1]->shape) &&
-      !hj__same_type(g, op, x[0], x[1]))
+      !hj__dot_types(g, op, x[0], x[1]))
     return bldo_poison(g);
   hlo_instr *ins = hj__op_begin(g, op, HLO_OP_DOT, NULL, x, 2);
   if (ins) ins->dot = dd;

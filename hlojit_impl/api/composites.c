@@ -110,9 +110,7 @@ hj_tensor_t hj_matmul(hj_tensor_t a, hj_tensor_t b) {
   hlo_shape_str(sb, s1, sizeof s1);
   if (!hlo_shape_is_array(sa) || !hlo_shape_is_array(sb) || sa->rank < 1 || sb->rank < 1)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "hj_matmul: operands must be arrays of rank >= 1 (a %s, b %s)", s0, s1);
-  if (sa->type != sb->type)
-    return hj__graph_fail(g, HJ_ERR_SHAPE, "hj_matmul: dtypes %s and %s differ (a %s, b %s)",
-                          hlo_type_name(sa->type), hlo_type_name(sb->type), s0, s1);
+  if (!hj__dot_types(g, op, x[0], x[1])) return cmp_poison(g);
   int64_t ka = sa->dims[sa->rank - 1], kb = sb->dims[sb->rank == 1 ? 0 : sb->rank - 2];
   if (ka != kb)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "hj_matmul: contracting dims %lld vs %lld (a %s, b %s)",
@@ -453,8 +451,7 @@ hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_lay
     return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: invalid layout %d", op, (int)layout);
   if (!hlo_shape_is_array(sx) || !hlo_shape_is_array(sw) || sx->rank < 1 || sw->rank != 2)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 and w rank 2 (x %s, w %s)", op, s0, s1);
-  if (sx->type != sw->type)
-    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: dtypes differ (x %s, w %s)", op, s0, s1);
+  if (!hj__dot_types(g, op, v[0], v[1])) return cmp_poison(g);   /* f32 x with bf16 w: mixed */
   int64_t kin = layout == HJ_LINEAR_IN_OUT ? 0 : 1, nin = sw->dims[kin], nout = sw->dims[1 - kin];
   if (sx->dims[sx->rank - 1] != nin)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x has %lld features, w %s (%s) takes %lld (x %s)", op,

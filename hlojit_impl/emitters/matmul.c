@@ -5,7 +5,9 @@
 
    Accepted: dot(lhs [B,M,K] or [M,K], rhs [B,K,N]/[K,N] or [B,N,K]/[N,K]) with
    lhs_contracting = {last}, rhs_contracting = {1 or 2} (rank 3) / {0 or 1} (rank 2), batch
-   dims {0} or none, all f32; each operand a fused parameter (or a reshape/bitcast of one:
+   dims {0} or none, all f32, or an f32 lhs with a bf16 rhs (weights kept in bf16; the
+   driver widens B as it packs it, the gemvs as they load it; CPU only, matmul_plan.h);
+   each operand a fused parameter (or a reshape/bitcast of one:
    dense row-major data is the same bytes); the fusion's root the dot (or a reshape/bitcast
    of it), or an f32 epilogue around it (see below). Everything else — other element types,
    operands computed inside the fusion, tuple roots — is HJ_ERR_UNSUPPORTED with a message,
@@ -49,6 +51,38 @@ static LLVMValueRef emx_load(emit_module *em, LLVMTypeRef t, LLVMValueRef p) {
   LLVMValueRef v = LLVMBuildLoad2(em->b, t, p, "");
   LLVMSetAlignment(v, 4);
   return v;
+}
+
+/* B's elements (the gemvs): f32, or bf16 widened to f32 as loaded (plan's rhs_bf16). */
+static LLVMValueRef emx_gep_b(emit_module *em, LLVMValueRef base, LLVMValueRef off, bool bf16) {
+  return LLVMBuildGEP2(em->b, bf16 ? em->t_i16 : em->t_f32, base, &off, 1, "");
+}
+
+/* bf16 bits (i16 or <n x i16>) -> f32 of the same shape: zext, shift up 16, bitcast. */
+static LLVMValueRef emx_widen_bf16(emit_module *em, LLVMValueRef h, LLVMTypeRef ft) {
+  LLVMBuilderRef b = em->b;
+  LLVMTypeRef ht = LLVMTypeOf(h);
+  bool vec = LLVMGetTypeKind(ht) == LLVMVectorTypeKind;
+  unsigned n = vec ? LLVMGetVectorSize(ht) : 1;
+  LLVMTypeRef it = vec ? LLVMVectorType(em->t_i32, n) : em->t_i32;
+  LLVMValueRef w = LLVMBuildZExt(b, h, it, "");
+  LLVMValueRef sh = LLVMConstInt(em->t_i32, 16, 0);
+  if (vec) {
+    LLVMValueRef lanes[16];
+    for (unsigned i = 0; i < n; i++) lanes[i] = sh;
+    sh = LLVMConstVector(lanes, n);
+  }
+  return LLVMBuildBitCast(b, LLVMBuildShl(b, w, sh, ""), ft, "");
+}
+
+/* A |t| (f32 or <vw x float>) of B at |p|. */
+static LLVMValueRef emx_load_b(emit_module *em, LLVMTypeRef t, LLVMValueRef p, bool bf16) {
+  if (!bf16) return emx_load(em, t, p);
+  bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  LLVMTypeRef ht = vec ? LLVMVectorType(em->t_i16, LLVMGetVectorSize(t)) : em->t_i16;
+  LLVMValueRef v = LLVMBuildLoad2(em->b, ht, p, "");
+  LLVMSetAlignment(v, 2);
+  return emx_widen_bf16(em, v, t);
 }
 
 static void emx_store(emit_module *em, LLVMValueRef v, LLVMValueRef p) {
@@ -188,7 +222,7 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
   unsigned id = LLVMLookupIntrinsicID(nm, strlen(nm));
   LLVMTypeRef ts[2] = { vt, em->t_ptr };
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, ts, 2);
-  LLVMValueRef align = LLVMConstInt(em->t_i32, 4, 0);
+  LLVMValueRef align = LLVMConstInt(em->t_i32, LLVMGetElementType(vt) == em->t_i16 ? 2 : 4, 0);
   LLVMValueRef args[4] = { store_val, p, align, mask };
   if (!store_val) args[0] = p, args[1] = align, args[2] = mask, args[3] = LLVMGetPoison(vt);
   return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, ts, 2), fn, args, 4, "");
@@ -200,27 +234,51 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
    column-at-a-time loop, but B is read as R sequential streams of whole rows and y stays in
    L1/L2 (what OpenBLAS's sgemv_n does too). In a C model of it on Zen 5 this read B at 0.94
    of a plain streaming read on one thread, blocks of columns walked down the rows at 0.92.
-   Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; R = arg. */
+   Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; arg = R | bf16 << 8
+   (B's elements bf16, widened as loaded). */
 #define EMM_GEMV_ROWS 4
+/* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs prefetch the rows EMM_PF_GROUPS
+   row groups ahead: a bf16 row is half as long, so the hardware prefetcher meets twice as
+   many fresh streams per byte. bench_matmul --bf16, M = 1, fresh B, Zen 3, one run each:
+   fc.proj (3072 x 768) 7.2 -> 10.6 GB/s on 1 thread, 12.0 -> 18.8 on 2; qkv, fc 0.65-0.81
+   -> 0.82-1.05 of the read bandwidth; 1, 2 or 4 groups ahead alike within the noise. The
+   f32 gemvs, at the bandwidth already, are left without. */
+#define EMM_PF_GROUPS 2
+static void emx_prefetch(emit_module *em, LLVMValueRef p) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+  LLVMTypeRef t = em->t_ptr;
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
+  LLVMValueRef args[4] = { p, LLVMConstInt(em->t_i32, 0, 0), LLVMConstInt(em->t_i32, 3, 0),
+                           LLVMConstInt(em->t_i32, 1, 0) };
+  LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 4, "");
+}
+
 static void emx_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int rows) {
   LLVMTypeRef vt = LLVMTypeOf(a[EMM_GEMV_ROWS + 1]);
+  bool bf16 = rows >> 8;
+  rows &= 255;
   LLVMValueRef py = emx_gep(em, a[0], j), acc = emx_load(em, vt, py);
   for (int r = 0; r < rows; r++)
-    acc = emx_fma(em, a[1 + EMM_GEMV_ROWS + r], emx_load(em, vt, emx_gep(em, a[1 + r], j)), acc);
+    acc = emx_fma(em, a[1 + EMM_GEMV_ROWS + r], emx_load_b(em, vt, emx_gep_b(em, a[1 + r], j, bf16), bf16), acc);
   emx_store(em, acc, py);
+  if (bf16 && a[1 + 2 * EMM_GEMV_ROWS])   /* the next group's rows, ahead of the hardware */
+    for (int r = 0; r < rows; r++) emx_prefetch(em, emx_gep_b(em, a[1 + 2 * EMM_GEMV_ROWS + r], j, bf16));
 }
 
 static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef k, int arg) {
   LLVMBuilderRef b = em->b;
-  int rows = arg >> 8, vw = arg & 255;
-  LLVMValueRef c[1 + 2 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x */
+  int rows = arg >> 8 & 255, vw = arg & 255;
+  bool bf16 = arg >> 16;
+  LLVMValueRef c[1 + 3 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x, prefetch */
   for (int r = 0; r < rows; r++) {
     LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
-    c[1 + r] = emx_gep(em, a[1], LLVMBuildMul(b, kr, a[3], ""));
+    c[1 + r] = emx_gep_b(em, a[1], LLVMBuildMul(b, kr, a[3], ""), bf16);
+    if (bf16 && rows == EMM_GEMV_ROWS)   /* row k + r two groups on (see emx_prefetch) */
+      c[1 + 2 * EMM_GEMV_ROWS + r] = emx_gep_b(em, c[1 + r], LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), a[3], ""), bf16);
     c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
   }
   for (int r = rows; r < EMM_GEMV_ROWS; r++) c[1 + r] = c[1], c[1 + EMM_GEMV_ROWS + r] = c[1 + EMM_GEMV_ROWS];
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), a[4], vw, emx_gemv_cols, c, rows);
+  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), a[4], vw, emx_gemv_cols, c, rows | bf16 << 8);
   /* the last n % vw columns, if any */
   LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(em->llctx, fn, "gtail");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(em->llctx, fn, "gnext");
@@ -233,14 +291,17 @@ static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
       LLVMGetPoison(LLVMTypeOf(a[6])), LLVMConstNull(LLVMTypeOf(a[6])), "");
   LLVMValueRef mask = LLVMBuildICmp(b, LLVMIntULT, a[6], remv, "");
   LLVMValueRef py = emx_gep(em, a[2], j), acc = emx_masked(em, NULL, vt, py, mask);
-  for (int r = 0; r < rows; r++)
-    acc = emx_fma(em, c[1 + EMM_GEMV_ROWS + r], emx_masked(em, NULL, vt, emx_gep(em, c[1 + r], j), mask), acc);
+  LLVMTypeRef bt = bf16 ? LLVMVectorType(em->t_i16, (unsigned)vw) : vt;
+  for (int r = 0; r < rows; r++) {
+    LLVMValueRef bv = emx_masked(em, NULL, bt, emx_gep_b(em, c[1 + r], j, bf16), mask);
+    acc = emx_fma(em, c[1 + EMM_GEMV_ROWS + r], bf16 ? emx_widen_bf16(em, bv, vt) : bv, acc);
+  }
   emx_masked(em, acc, vt, py, mask);
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
 }
 
-static void emx_emit_gemv(emit_module *em, const char *name, int vw) {
+static void emx_emit_gemv(emit_module *em, const char *name, int vw, bool bf16) {
   LLVMBuilderRef b = em->b;
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef K = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 5);
@@ -250,8 +311,8 @@ static void emx_emit_gemv(emit_module *em, const char *name, int vw) {
   LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
                         LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
   LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, EMM_GEMV_ROWS, emx_gemv_rows, a,
-                                 EMM_GEMV_ROWS << 8 | vw);
-  emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, 1 << 8 | vw);
+                                 bf16 << 16 | EMM_GEMV_ROWS << 8 | vw);
+  emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(b);
 }
 #undef EMM_GEMV_ROWS
@@ -280,10 +341,12 @@ static LLVMValueRef emx_hsum(emit_module *em, LLVMValueRef v, int vw) {
 
 /* y[j .. j+rows) for B transposed. Per row: two vector chains over k in steps of 2*vw
    (lanes k mod 2vw), their sum, one more chain step per remaining full vector, the tree
-   sum, then the scalar tail in k order. Identical per row for any |rows|. */
+   sum, then the scalar tail in k order. Identical per row for any |rows|. arg = bf16 << 16
+   | rows << 8 | vw. */
 static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
   LLVMBuilderRef b = em->b;
-  int rows = arg >> 8, vw = arg & 255;
+  int rows = arg >> 8 & 255, vw = arg & 255;
+  bool bf16 = arg >> 16;
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   LLVMValueRef K = a[0], x = a[1], pb = a[2], ldb = a[3], py = a[4];
   LLVMValueRef base[8];
@@ -302,10 +365,14 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
     LLVMValueRef ku = LLVMBuildAdd(b, k, emx_i64(em, u * vw), "");
     LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, ku));
     for (int r = 0; r < rows; r++) {
-      LLVMValueRef bv = emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, base[r], ku, "")));
+      LLVMValueRef bv = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], ku, ""), bf16), bf16);
       nxt[2 * r + u] = emx_fma(em, xv, bv, acc[2 * r + u]);
     }
   }
+  if (bf16 && rows > 1)   /* the same k of rows j + EMM_PF_GROUPS * rows (see emx_prefetch) */
+    for (int r = 0; r < rows; r++)
+      emx_prefetch(em, emx_gep_b(em, pb, LLVMBuildAdd(b, LLVMBuildAdd(b, base[r], k, ""),
+                                                       LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), ldb, ""), ""), bf16));
   LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 2 * vw), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
   LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
@@ -328,7 +395,7 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMValueRef s1[8];
   LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, K2));
   for (int r = 0; r < rows; r++)
-    s1[r] = emx_fma(em, xv, emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, base[r], K2, ""))), s[r]);
+    s1[r] = emx_fma(em, xv, emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], K2, ""), bf16), bf16), s[r]);
   LLVMValueRef K2v = LLVMBuildAdd(b, K2, emx_i64(em, vw), "");
   LLVMBuildBr(b, red);
   LLVMPositionBuilderAtEnd(b, red);
@@ -350,7 +417,7 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   for (int r = 0; r < rows; r++) ph[r] = LLVMBuildPhi(b, em->t_f32, "");
   LLVMValueRef xs = emx_load(em, em->t_f32, emx_gep(em, x, kk));
   for (int r = 0; r < rows; r++)
-    nt[r] = emx_fma(em, xs, emx_load(em, em->t_f32, emx_gep(em, pb, LLVMBuildAdd(b, base[r], kk, ""))), ph[r]);
+    nt[r] = emx_fma(em, xs, emx_load_b(em, em->t_f32, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], kk, ""), bf16), bf16), ph[r]);
   LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emx_i64(em, 1), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kk1, K, ""), tl, fin);
   LLVMAddIncoming(kk, (LLVMValueRef[]){ kt, kk1 }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
@@ -366,13 +433,14 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
     emx_store(em, f[r], emx_gep(em, py, LLVMBuildAdd(b, j, emx_i64(em, r), "")));
 }
 
-static void emx_emit_gemvt(emit_module *em, const char *name, int rows, int vw) {
+static void emx_emit_gemvt(emit_module *em, const char *name, int rows, int vw, bool bf16) {
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
                         LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
   LLVMValueRef n = LLVMGetParam(fn, 5);
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), n, rows, emx_gemvt_body, a, rows << 8 | vw);
-  emx_step_loop(em, fn, j, n, 1, emx_gemvt_body, a, 1 << 8 | vw);
+  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), n, rows, emx_gemvt_body, a,
+                                 bf16 << 16 | rows << 8 | vw);
+  emx_step_loop(em, fn, j, n, 1, emx_gemvt_body, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(em->b);
 }
 
@@ -395,8 +463,9 @@ static hj_status emx_unsupported(emit_module *em, const hlo_instr *dot, const ch
 static const char *emx_check_dot(const hlo_instr *d, struct emit_matmul_plan *p) {
   const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
   const hlo_dot_dims *dd = &d->dot;
-  if (ls->type != HLO_F32 || rs->type != HLO_F32 || d->shape.type != HLO_F32)
-    return "only f32 is emitted";
+  if (ls->type != HLO_F32 || (rs->type != HLO_F32 && rs->type != HLO_BF16) || d->shape.type != HLO_F32)
+    return "only f32, or f32 x bf16 -> f32, is emitted";
+  p->rhs_bf16 = rs->type == HLO_BF16;
   int r = ls->rank, nb = dd->lhs_batch.n;
   if (rs->rank != r || (r != 2 && r != 3) || nb != r - 2 || dd->rhs_batch.n != nb ||
       dd->lhs_contract.n != 1 || dd->rhs_contract.n != 1 || (nb && (dd->lhs_batch.v[0] != 0 ||
@@ -602,11 +671,11 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
       emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
   }
   if (p->use_gemv) {
-    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d", pre, p->rhs_transposed ? "t" : "",
-             p->rhs_transposed ? p->gemv_cols : p->vw);
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d%s", pre, p->rhs_transposed ? "t" : "",
+             p->rhs_transposed ? p->gemv_cols : p->vw, p->rhs_bf16 ? "_bf16" : "");
     if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
-      if (p->rhs_transposed) emx_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw);
-      else emx_emit_gemv(em, p->gemv_name, p->vw);
+      if (p->rhs_transposed) emx_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw, p->rhs_bf16);
+      else emx_emit_gemv(em, p->gemv_name, p->vw, p->rhs_bf16);
     }
   }
   if (epi) {
@@ -642,6 +711,7 @@ const char *emitp_matmul_check(const hlo_instr *fusion, const hlo_instr *dot,
   p->lhs_buf = emx_param_of(dot->operands[0]);
   p->rhs_buf = emx_param_of(dot->operands[1]);
   if (!why && (p->lhs_buf < 0 || p->rhs_buf < 0)) why = "an operand is computed inside the fusion";
+  if (!why && p->rhs_bf16) why = "a bf16 rhs is emitted for the CPU only";
   p->out_buf = (int)arrlen(fusion->calls[0]->params);
   return why;
 }

@@ -4,7 +4,12 @@
 
    Canonical dot (passes/dot_canon.c): C[b] = A[b] @ op(B[b]) for b < B, with
    A [M,K] row-major, B [K,N] row-major or (rhs_transposed) [N,K] row-major, C [M,N].
-   Only f32 is emitted; other element types are HJ_ERR_UNSUPPORTED (evaluator fallback).
+   Only f32 is emitted, except that on the CPU the rhs may be bf16 (a mixed-precision dot,
+   f32 x bf16 -> f32: weights kept in bf16). bf16 -> f32 is exact (the bits move up 16
+   places), so such a dot gives the bits of the f32 dot of the widened rhs. The driver
+   widens B as it packs it, and the gemvs widen each vector as they load it (their |b| is
+   then a uint16_t array, ldb still in elements). Other element types are
+   HJ_ERR_UNSUPPORTED (evaluator fallback).
 
    JIT'd functions (names below, resolved to addresses by cpu_matmul_prepare):
      ukr:  void (i64 kc, const float *a, const float *b, float *c, i64 ldc, i64 accumulate)
@@ -37,6 +42,7 @@ typedef void (*emm_gemv_fn)(int64_t k, const float *x, const float *b, float *y,
 struct emit_matmul_plan {
   int64_t B, M, N, K;          /* canonical sizes */
   bool rhs_transposed;         /* rhs is [B,N,K] */
+  bool rhs_bf16;               /* rhs holds bf16 (CPU only): packing and the gemvs widen it */
   int lhs_buf, rhs_buf, out_buf;  /* indices into the kernel's bufs (ABI of emit.h) */
   int vw;                      /* floats per vector register */
   int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */

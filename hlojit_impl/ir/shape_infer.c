@@ -675,11 +675,18 @@ static hj_status si_dot(hlo_si_cx *c, hlo_shape *out) {
     if (l->dims[lb.v[i]] != rr->dims[rb.v[i]])
       return hlo_si_err(c, "batch dim sizes %lld vs %lld (lhs %s, rhs %s)", (long long)l->dims[lb.v[i]],
                         (long long)rr->dims[rb.v[i]], hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  if (l->type != rr->type)
-    return hlo_si_err(c, "element types differ (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
+  /* Floats of different widths may meet (XLA's mixed-precision dot: f32 x bf16); the
+     result is then the wider type unless the instruction declares another. */
+  hlo_type ot = l->type;
+  if (l->type != rr->type) {
+    if (!hlo_type_is_float(l->type) || !hlo_type_is_float(rr->type) ||
+        hlo_type_size(l->type) == hlo_type_size(rr->type))
+      return hlo_si_err(c, "element types differ (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
+    if (hlo_type_size(rr->type) > hlo_type_size(l->type)) ot = rr->type;
+  }
   if (l->rank + rr->rank - lc.n - rc.n - rb.n > HLO_MAX_RANK)
     return hlo_si_err(c, "result rank too large (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  hlo_shape r = { .type = l->type };
+  hlo_shape r = { .type = ot };
   for (int i = 0; i < lb.n; i++) { r.dynamic[r.rank] = l->dynamic[lb.v[i]]; r.dims[r.rank++] = l->dims[lb.v[i]]; }
   for (int i = 0; i < l->rank; i++)
     if (!hlo_ints_has(lb, i) && !hlo_ints_has(lc, i)) { r.dynamic[r.rank] = l->dynamic[i]; r.dims[r.rank++] = l->dims[i]; }
@@ -687,7 +694,7 @@ static hj_status si_dot(hlo_si_cx *c, hlo_shape *out) {
     if (!hlo_ints_has(rb, i) && !hlo_ints_has(rc, i)) { r.dynamic[r.rank] = rr->dynamic[i]; r.dims[r.rank++] = rr->dims[i]; }
   /* The declared type is XLA's preferred_element_type; integers may not narrow. */
   const hlo_shape *d = &c->ins->shape;
-  if (hlo_shape_is_array(d) && !si_unset(d) && d->type != l->type) {
+  if (hlo_shape_is_array(d) && !si_unset(d) && d->type != ot) {
     if (!hlo_type_is_float(l->type) && hlo_type_size(d->type) < hlo_type_size(l->type))
       return hlo_si_err(c, "result type %s is narrower than the operands' %s", hlo_type_name(d->type),
                         hlo_type_name(l->type));

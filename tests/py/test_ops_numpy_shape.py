@@ -11,10 +11,13 @@ skipped). Sums and dots use small integers so that every summation order is exac
 random f32/f64 case each with a stated tolerance.
 """
 
+import os
+
 import numpy as np
 import pytest
 from jax import lax
 
+import ml_dtypes
 import opcases as oc
 from opcases import ALL, FLOATS, INTS, NP, UINTS, check, jx, mixed, module, shape_str
 
@@ -447,6 +450,47 @@ def test_dot_vector():
     b = np.array([1.0, -2.0, 0.5, 3.0])
     dot_case("dot_vector", "f64", a, b, "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
              a @ b)
+
+
+# Mixed precision (XLA allows floats of different widths: f32 x bf16 -> f32, the weights kept
+# in bf16). Shapes reach every CPU path: M = 1 (the gemvs, B normal and transposed), M = 7 and
+# 64 (packed gemm, a remainder row block), N and K off the vector width. Reference: NumPy in
+# f64 on the widened rhs (bf16 -> f32 is exact), 1e-5 of the sum of |terms|; and the f32 dot
+# of the widened rhs through the same backend, which must give the same bits.
+@pytest.mark.parametrize("m,k,n,trans", [(1, 67, 45, False), (1, 67, 45, True), (7, 130, 37, False),
+                                         (7, 130, 37, True), (64, 768, 100, False),
+                                         (64, 768, 100, True)])
+def test_dot_f32_bf16(m, k, n, trans):
+    r = oc.rng_for("dotbf%d_%d_%d_%d" % (m, k, n, trans))
+    a = r.normal(0, 1, (m, k)).astype(np.float32)
+    b = r.normal(0, 1, (n, k) if trans else (k, n)).astype(ml_dtypes.bfloat16)
+    bw = b.astype(np.float32)
+    attrs = "lhs_contracting_dims={1}, rhs_contracting_dims={%d}" % (1 if trans else 0)
+    bm = bw.T if trans else bw
+    want = (a.astype(np.float64) @ bm.astype(np.float64)).astype(np.float32)
+    scale = (np.abs(a).astype(np.float64) @ np.abs(bm).astype(np.float64)).max()
+    name = "dot_f32_bf16_%dx%dx%d%s" % (m, k, n, "t" if trans else "")
+    hlo = module("dot", [a, b], "f32[%d,%d] dot(p0, p1), %s" % (m, n, attrs))
+    dot_case(name, "f32", a, b, attrs, want, tol=(0, 1e-5 * scale))
+    got = oc.run(name + "_bits", hlo, [a, b], 1)
+    ref = oc.run(name + "_f32", module("dot", [a, bw], "f32[%d,%d] dot(p0, p1), %s" % (m, n, attrs)),
+                 [a, bw], 1)
+    if got is not None:
+        assert np.array_equal(got[0].view(np.uint32), ref[0].view(np.uint32)), name
+        oc.remove_case_dir(name + "_bits")
+        oc.remove_case_dir(name + "_f32")
+
+
+def test_dot_mixed_ints_rejected():
+    # Integer types of different widths are not a mixed-precision dot: a clear parse error.
+    a = np.ones((2, 3), np.int32)
+    b = np.ones((3, 2), np.int16)
+    hlo = module("dot", [a, b], "s32[2,2] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}")
+    if os.environ.get("HLOJIT_DRYRUN"):
+        return
+    with pytest.raises(oc.RunError, match="element types differ"):
+        oc.run("dot_mixed_ints", hlo, [a, b], 1)
+    oc.remove_case_dir("dot_mixed_ints")
 
 
 # ---- sort -------------------------------------------------------------------------------

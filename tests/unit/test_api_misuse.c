@@ -61,6 +61,28 @@ static void test_wrong_dtype(void **state) {
   assert_int_equal(hj_graph_status(f->g), HJ_ERR_SHAPE);
 }
 
+/* A dot's operands: one dtype, or floats of different widths (f32 x bf16: a mixed-precision
+   dot, result f32); integers of different widths and f16 x bf16 are errors. */
+static void test_matmul_dtypes(void **state) {
+  ta_fix *f = *state;
+  hj_tensor_t x = hj_param(f->g, HJ_F32, HJ_SHAPE(4, 8), "x");
+  hj_tensor_t w16 = hj_param(f->g, HJ_BF16, HJ_SHAPE(8, 3), "w16");
+  hj_tensor_t y = hj_matmul(x, w16);
+  assert_true(hj_tensor_ok(y));
+  assert_int_equal(hj_tensor_dtype(y), HJ_F32);
+  hj_tensor_t wt = hj_param(f->g, HJ_BF16, HJ_SHAPE(3, 8), "wt");
+  hj_tensor_t z = hj_linear(x, wt, HJ_NONE, HJ_LINEAR_OUT_IN);
+  assert_true(hj_tensor_ok(z));
+  assert_int_equal(hj_tensor_dtype(z), HJ_F32);
+  assert_int_equal(hj_graph_status(f->g), HJ_OK);
+  hj_tensor_t h = hj_param(f->g, HJ_F16, HJ_SHAPE(8, 3), "h");
+  assert_false(hj_tensor_ok(hj_matmul(hj_convert(x, HJ_BF16), h)));
+  ta_has(hj_ctx_error(f->ctx), "hj_matmul: dtypes bf16 and f16 differ");
+  hj_tensor_t i = hj_param(f->g, HJ_S32, HJ_SHAPE(8, 3), "i");
+  assert_false(hj_tensor_ok(hj_matmul(x, i)));
+  ta_has(hj_ctx_error(f->ctx), "hj_matmul: dtypes f32 and s32 differ");
+}
+
 static void test_inner_op_error_named(void **state) {
   ta_fix *f = *state;
   hj_tensor_t a = hj_param(f->g, HJ_S32, HJ_SHAPE(4), "a");
@@ -300,7 +322,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     T(test_add_shape_mismatch), T(test_matmul_mismatch), T(test_batch_matmul_mismatch),
     T(test_wrong_dtype), T(test_inner_op_error_named), T(test_bad_handles), T(test_null_pointers),
-    T(test_exec_run_misuse), cmocka_unit_test(test_backend_not_built),
+    T(test_exec_run_misuse), T(test_matmul_dtypes), cmocka_unit_test(test_backend_not_built),
     cmocka_unit_test(test_custom_allocator),
   };
 #undef T
