@@ -22,9 +22,13 @@
        timing, about what a step reads) on as many threads. The KV cache the step reads
        (2 L 256 C floats, 19 MB) is on top, so the ratio slightly understates. Goal:
        >= 0.92.
-   Both are timed twice: with the session's default matrix layouts (session.h, LAYOUTS)
-   and with kernel_layouts off (every matrix as the file stores it, the head reading wte
-   itself), to show what the layouts buy.
+   Both are timed three times: with the session's default matrix layouts (session.h,
+   LAYOUTS), with kernel_layouts off (every matrix as the file stores it, the head reading
+   wte itself), to show what the layouts buy, and "bf16": the same weights rounded to bf16
+   (what an llm.c version 5 checkpoint holds), default layouts, the matrices kept in bf16
+   (session.h, WEIGHTS; f32 arithmetic). Its decode bound is the bytes it must read: the
+   matrices and the lm_head in bf16, the vectors in f32 (the embedding's wte stays f32, of
+   which a step reads one row).
    Beside them, per thread count, "OpenBLAS*": the same prefills' matmuls alone through
    cblas_sgemm (blas_forward_once), against the same bound.
    Every measurement is the best of several runs, the runs of all kinds taking turns over
@@ -74,11 +78,49 @@ static gpt2_tensor view(float **cur, const char *name, int64_t d0, int64_t d1, g
   return t;
 }
 
+/* f32 -> bf16, round to nearest even (the values are finite). */
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* |w|'s weights rounded to bf16, as a version-5 checkpoint would hold them. */
+static uint16_t *g_params16;
+static gpt2_weights *bf16_weights(const gpt2_weights *w, int64_t n) {
+  static gpt2_weights w16;
+  static gpt2_layer layer[L];
+  g_params16 = malloc(sizeof *g_params16 * (size_t)n);
+  if (!g_params16) return NULL;
+  for (int64_t i = 0; i < n; i++) g_params16[i] = to_bf16(g_params[i]);
+  w16 = *w;
+  gpt2_tensor *t = &w16.wte;
+  for (int l = 0; l < L; l++) layer[l] = w->layer[l];
+  w16.layer = layer;
+  gpt2_tensor *all[4 + 12 * L];
+  int k = 0;
+  all[k++] = &w16.wte, all[k++] = &w16.wpe, all[k++] = &w16.lnfw, all[k++] = &w16.lnfb;
+  for (int l = 0; l < L; l++) {
+    gpt2_layer *y = &layer[l];
+    gpt2_tensor *b[12] = {&y->ln1w, &y->ln1b, &y->qkvw, &y->qkvb, &y->attprojw, &y->attprojb,
+                          &y->ln2w, &y->ln2b, &y->fcw,  &y->fcb,  &y->fcprojw,  &y->fcprojb};
+    for (int i = 0; i < 12; i++) all[k++] = b[i];
+  }
+  for (int i = 0; i < k; i++) {
+    t = all[i];
+    t->data = g_params16 + ((const float *)t->data - g_params);
+    t->dtype = GPT2_BF16;
+  }
+  return &w16;
+}
+
+static int64_t g_nparams;
 static gpt2_weights *random_weights(void) {
   static gpt2_weights w;
   static gpt2_layer layer[L];
   int64_t n = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C +
               (int64_t)L * (12 * (int64_t)C * C + 13 * C);
+  g_nparams = n;
   g_params = malloc(sizeof *g_params * (size_t)n);
   if (!g_params) return NULL;
   float *p = g_params;
@@ -331,9 +373,10 @@ int main(int argc, char **argv) {
   }
   setenv("HLOJIT_CACHE_DIR", "off", 1);   /* the compile line: compiles, not disk-cache loads */
   gpt2_weights *w = random_weights();
+  gpt2_weights *w16 = w ? bf16_weights(w, g_nparams) : NULL;
   g_rd_mem = big_alloc(sizeof(float) * (size_t)RD_N * RD_CHUNKS);
   g_a = malloc(4u << 20), g_b = malloc(4u << 20), g_c = malloc(4u << 20);
-  if (!w || !g_rd_mem || !g_a || !g_b || !g_c || blas_forward_alloc()) return 1;
+  if (!w || !w16 || !g_rd_mem || !g_a || !g_b || !g_c || blas_forward_alloc()) return 1;
   uint32_t r = 7;
   fill(g_rd_mem, (int64_t)RD_N * RD_CHUNKS, 0, 1, &r);
   fill(g_a, 1 << 20, 0, 1, &r);
@@ -349,22 +392,25 @@ int main(int argc, char **argv) {
     flops[i] = 2.0 * Ts[i] * blocks + 4.0 * Ts[i] * Ts[i] * C * L + 2.0 * C * VP;
   bytes = 4.0 * ((double)VP * C + C + 2 * C + L * (12.0 * C * C + 13 * C));
   double kv_bytes = 4.0 * 2 * L * 256 * C;
+  double bytes16 = 2.0 * ((double)VP * C + L * 12.0 * C * C) + 4.0 * (C + 2 * C + L * 13.0 * C);
 
-  // run[v][t]: v = 0 the session's default (kernel_layouts), 1 every matrix as stored
-  runner run[2][2];
+  // run[v][t]: v = 0 the session's default (kernel_layouts), 1 every matrix as stored,
+  // 2 the bf16 weights (default layouts, kept in bf16)
+  enum { NV = 3 };
+  runner run[NV][2];
   memset(run, 0, sizeof run);
   rd_pool pool[2];
-  double t_gemm[2], t_rd[2], t_pf[2][2][2], t_dec[2][2], comp[2], t_blas[2][2];
+  double t_gemm[2], t_rd[2], t_pf[NV][2][2], t_dec[NV][2], comp[2], t_blas[2][2];
   for (int t = 0; t < nthr; t++) {
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < NV; v++) {
       gpt2_session_opts o;
       gpt2_session_opts_init(&o);
       o.backend = HJ_BACKEND_CPU;
       o.num_threads = threads[t];
-      o.kernel_layouts = v == 0;
+      o.kernel_layouts = v != 1;
       gpt2_err err;
       runner *x = &run[v][t];
-      if (gpt2_session_create(w, &o, &x->s, &err)) {
+      if (gpt2_session_create(v == 2 ? w16 : w, &o, &x->s, &err)) {
         fprintf(stderr, "bench_gpt2: %s\n", err.msg);
         return 1;
       }
@@ -390,14 +436,14 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
       for (int k = 0; k < 3; k++) keep_min(&t_blas[t][0], blas_forward_once(w, 64));
       for (int k = 0; k < 2; k++) keep_min(&t_blas[t][1], blas_forward_once(w, 256));
-      for (int v = 0; v < 2; v++) {
+      for (int v = 0; v < NV; v++) {
         runner *x = &run[v][t];
         for (int k = 0; k < 3; k++) keep_min(&t_pf[v][t][0], prefill_once(x, 64));
         for (int k = 0; k < 2; k++) keep_min(&t_pf[v][t][1], prefill_once(x, 256));
         prefill_once(x, 255);
       }
       for (int k = 0; k < 10; k++)
-        for (int v = 0; v < 2; v++) keep_min(&t_dec[v][t], decode_once(&run[v][t]));
+        for (int v = 0; v < NV; v++) keep_min(&t_dec[v][t], decode_once(&run[v][t]));
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
     }
   int bad = 0;
@@ -405,14 +451,14 @@ int main(int argc, char **argv) {
   printf("%-10s %3s | %10s %9s | %-37s | %-37s | %s\n", "layouts", "thr", "sgemm GF/s", "read GB/s",
          "T=64: ms  bound ms  ratio (goal 0.75)", "T=256: ms  bound ms  ratio (goal 0.85)",
          "ms  bound ms  ratio (goal 0.92)  tok/s");
-  for (int v = 0; v < 2; v++)
+  for (int v = 0; v < NV; v++)
     for (int t = 0; t < nthr; t++) {
       double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9, gbs = 4.0 * RD_N * RD_READS / t_rd[t] / 1e9;
-      double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = bytes / (gbs * 1e9);
+      double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = (v == 2 ? bytes16 : bytes) / (gbs * 1e9);
       const double *pf = t_pf[v][t], dec = t_dec[v][t];
       printf("%-10s %3d | %10.1f %9.1f | %8.2f %9.2f %7.2f %s        | %9.2f %9.2f %7.2f %s        | "
              "%6.2f %9.2f %7.2f %s %12.1f\n",
-             v ? "as stored" : "kernel", threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
+             v == 2 ? "bf16" : v ? "as stored" : "kernel", threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
              b0 / pf[0] >= 0.75 ? "  " : "!!", pf[1] * 1e3, b1 * 1e3, b1 / pf[1],
              b1 / pf[1] >= 0.85 ? "  " : "!!", dec * 1e3, bd * 1e3, bd / dec,
              bd / dec >= 0.92 ? "  " : "!!", 1.0 / dec);
@@ -428,19 +474,22 @@ int main(int argc, char **argv) {
   printf("(* the same forward's matmuls alone through cblas_sgemm, weights from memory, nothing"
          " else timed: the ratio a forward built on OpenBLAS could reach at best)\n");
   printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
-         " every matrix as llm.c stores it, (out, in), the head reading wte)\n");
+         " every matrix as llm.c stores it, (out, in), the head reading wte; bf16 = the weights"
+         " rounded to bf16, kernel layouts, matrices kept in bf16)\n");
   printf("\nFLOPs: T=64 %.2f G, T=256 %.2f G (block matmuls + full attention squares + one lm_head "
-         "row); decode reads %.1f MB of weights (+ %.1f MB of KV cache, not in the bound)\n",
-         flops[0] / 1e9, flops[1] / 1e9, bytes / 1e6, kv_bytes / 1e6);
+         "row); decode reads %.1f MB of weights, %.1f MB with bf16 matrices (+ %.1f MB of KV "
+         "cache, not in the bound)\n",
+         flops[0] / 1e9, flops[1] / 1e9, bytes / 1e6, bytes16 / 1e6, kv_bytes / 1e6);
   printf("compile (all buckets, s): ");
   for (int t = 0; t < nthr; t++) printf("%d thr %.2f  ", threads[t], comp[t]);
   printf("\n!! marks a ratio under its goal. ");
   bench_load_report(load0);
   for (int t = 0; t < nthr; t++) {
     rd_stop(&pool[t]);
-    for (int v = 0; v < 2; v++) gpt2_session_free(run[v][t].s);
+    for (int v = 0; v < NV; v++) gpt2_session_free(run[v][t].s);
   }
   free(g_params);
+  free(g_params16);
   free(g_rd_mem);
   free(g_a), free(g_b), free(g_c);
   blas_forward_free();

@@ -4,7 +4,8 @@
           [--greedy | --temperature T --top-k K --top-p P --seed S]
           [--backend auto|cpu|cuda|interp] [--threads N] [--print-ids]
           [--verify DIR] [--stats] [--vocab DIR] [--layers-per-graph N]
-          [--layouts kernel|stored] [--no-eot] [--no-jit] [--zero-copy] [--help]
+          [--layouts kernel|stored] [--no-eot] [--no-jit] [--zero-copy] [--f32-weights]
+          [--help]
 
    The model is an llm.c checkpoint or a Hugging Face model.safetensors (a directory means
    DIR/model.safetensors; config.json beside it). The vocabulary (encoder.json + vocab.bpe)
@@ -69,12 +70,15 @@ static const char USAGE[] =
     "  --no-jit             prefill without hlojit's tracing JIT (one compile per bucket)\n"
     "  --zero-copy          weights kept in the file's layout are not copied (less memory,\n"
     "                       slower: the mapping has no huge pages)\n"
+    "  --f32-weights        widen a bf16 checkpoint's matrices to f32 (by default the CPU\n"
+    "                       backend keeps them bf16: half the memory and bytes per token,\n"
+    "                       the same results)\n"
     "  --help               this text\n";
 
 typedef struct args {
   const char *model, *prompt, *ids, *verify, *vocab;
   int tokens, threads, layers_per_graph;
-  bool stored_layouts, no_jit, zero_copy, threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
+  bool stored_layouts, no_jit, zero_copy, f32_weights, threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
   gpt2_sampler_opts so;
   hj_backend_t backend;
 } args;
@@ -121,7 +125,7 @@ static int parse_args(int argc, char **argv, args *a) {
       snprintf(flag, sizeof flag, "%s", arg);
     }
     static const char *const bare[] = {"--greedy", "--print-ids", "--stats", "--no-eot",
-                                       "--no-jit", "--zero-copy", "--help"};
+                                       "--no-jit", "--zero-copy", "--f32-weights", "--help"};
     bool is_bare = false;
     for (size_t k = 0; k < sizeof bare / sizeof *bare; k++) is_bare |= !strcmp(flag, bare[k]);
     if (is_bare) {
@@ -132,6 +136,7 @@ static int parse_args(int argc, char **argv, args *a) {
       else if (!strcmp(flag, "--no-eot")) a->no_eot = true;
       else if (!strcmp(flag, "--no-jit")) a->no_jit = true;
       else if (!strcmp(flag, "--zero-copy")) a->zero_copy = true;
+      else if (!strcmp(flag, "--f32-weights")) a->f32_weights = true;
       else a->help = true;
       continue;
     }
@@ -445,6 +450,7 @@ int main(int argc, char **argv) {
   so.kernel_layouts = !a.stored_layouts;
   so.prefill_jit = !a.no_jit;
   so.zero_copy = a.zero_copy;
+  so.keep_bf16 = !a.f32_weights;
   if (gpt2_session_create(w, &so, &s, &err)) goto done;
   g.s = s;
   if (!a.print_ids && bpe && !(g.P == 1 && g.ids[0] == g.eot)) { // the prompt, then the

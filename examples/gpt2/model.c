@@ -109,6 +109,9 @@ static hj_shape_t shape_of(const gpt2_tensor *t) {
   return t->ndim == 2 ? HJ_SHAPE(t->shape[0], t->shape[1]) : HJ_SHAPE(t->shape[0]);
 }
 
+/* A weight's parameter type: the session keeps some matrices in bf16 (session.h, WEIGHTS). */
+static hj_dtype_t dtype_of(const gpt2_tensor *t) { return t->dtype == GPT2_BF16 ? HJ_BF16 : HJ_F32; }
+
 static void decl(gpt2_param *d, int *n, const char *name, hj_dtype_t t, hj_shape_t s) {
   if (d) {
     snprintf(d[*n].name, sizeof d[*n].name, "%s", name);
@@ -141,11 +144,11 @@ int gpt2_params(const gpt2_weights *w, const gpt2_spec *sp, gpt2_param *d, gpt2_
   decl(d, &k, "pos", HJ_S32, HJ_SCALAR);
   if (sp->embed || (sp->head && !sp->lm_head_t)) {
     sig->wte = k;
-    decl(d, &k, "wte", HJ_F32, shape_of(&w->wte));
+    decl(d, &k, "wte", dtype_of(&w->wte), shape_of(&w->wte));
   }
   if (sp->embed) {
     sig->wpe = k;
-    decl(d, &k, "wpe", HJ_F32, shape_of(&w->wpe));
+    decl(d, &k, "wpe", dtype_of(&w->wpe), shape_of(&w->wpe));
   }
   if (sp->head) {
     sig->lnfw = k;
@@ -154,14 +157,14 @@ int gpt2_params(const gpt2_weights *w, const gpt2_spec *sp, gpt2_param *d, gpt2_
     decl(d, &k, "lnfb", HJ_F32, shape_of(&w->lnfb));
     if (sp->lm_head_t) {
       sig->lm_head = k;
-      decl(d, &k, "lm_head", HJ_F32, HJ_SHAPE(C, w->wte.shape[0]));
+      decl(d, &k, "lm_head", sp->lm_head_bf16 ? HJ_BF16 : HJ_F32, HJ_SHAPE(C, w->wte.shape[0]));
     }
   }
   sig->layer0 = k;
   for (int b = 0; b < sp->n_blocks; b++)
     for (int i = 0; i < GPT2_LAYER_PARAMS; i++) {
       snprintf(name, sizeof name, "b%d.%s", b, nm[i]);
-      decl(d, &k, name, HJ_F32, shape_of(t[i]));
+      decl(d, &k, name, dtype_of(t[i]), shape_of(t[i]));
     }
   if (sp->phase == GPT2_DECODE) {
     sig->cache0 = k;

@@ -121,6 +121,7 @@ typedef struct gpt2_spec {
   bool head;    /* ends with the logits (else with x) */
   bool verify;  /* adds the emb and res outputs */
   bool lm_head_t; /* the head reads a parameter of its own, wte transposed (C, Vp) */
+  bool lm_head_bf16; /* ... held in bf16 (session.h, WEIGHTS) */
 } gpt2_spec;
 
 /* Where each parameter and output sits (index into the exec's inputs / outputs). */

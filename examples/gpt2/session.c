@@ -56,6 +56,7 @@ struct gpt2_session {
   gpt2_weights wv;          /* the shapes and layouts of the buffers (for gpt2_build) */
   gpt2_layer *wv_layers;
   hj_buffer_t *wte, *wpe, *lnfw, *lnfb, *lm_head; /* lm_head: wte^T (C, Vp), or NULL */
+  bool lm_head_bf16;        /* lm_head is kept in bf16 (WEIGHTS) */
   hj_buffer_t **lw; /* L x 12, in gpt2_layer's order */
   exe_entry **exe;
   int n_exe;
@@ -83,7 +84,8 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
                            .layers_per_graph = 1, .verify_dir = NULL,
-                           .kernel_layouts = true, .prefill_jit = true, .zero_copy = false};
+                           .kernel_layouts = true, .prefill_jit = true, .zero_copy = false,
+                           .keep_bf16 = true};
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -97,14 +99,33 @@ static inline float elem(const gpt2_tensor *t, int64_t i) {
   return f;
 }
 
-/* A new f32 buffer holding |t|, transposed if |transpose| (a matrix, in 64 x 64 tiles);
-   *view describes it (|t| with the shape and layout of the buffer). */
-static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose,
+/* A new buffer holding |t|, transposed if |transpose| (a matrix, in 64 x 64 tiles): f32, or
+   bf16 when |t| is bf16 and |keep16|; *view describes it (|t| with the shape, layout and
+   element type of the buffer). */
+static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, bool keep16,
                          gpt2_tensor *view, hj_buffer_t **out, gpt2_err *err) {
   const int64_t R = t->shape[0], C = t->ndim == 2 ? t->shape[1] : 1;
   transpose = transpose && t->ndim == 2;
   hj_shape_t sh = t->ndim == 1 ? HJ_SHAPE(R) : transpose ? HJ_SHAPE(C, R) : HJ_SHAPE(R, C);
   *view = *t;
+  if (transpose) {
+    view->shape[0] = C, view->shape[1] = R;
+    view->layout = t->layout == GPT2_OUT_IN ? GPT2_IN_OUT : GPT2_OUT_IN;
+  }
+  if (t->dtype == GPT2_BF16 && keep16) {   // the bits as they are, maybe transposed
+    if (hj_buffer_create(s->ctx, HJ_BF16, sh, out))
+      return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+    uint16_t *d = hj_buffer_host_ptr(*out);
+    const uint16_t *h = t->data;
+    if (!transpose) memcpy(d, h, sizeof *d * (size_t)(R * C));
+    else
+      for (int64_t i0 = 0; i0 < R; i0 += 64)
+        for (int64_t j0 = 0; j0 < C; j0 += 64)
+          for (int64_t i = i0; i < R && i < i0 + 64; i++)
+            for (int64_t j = j0; j < C && j < j0 + 64; j++) d[j * R + i] = h[i * C + j];
+    return 0;
+  }
+  view->dtype = GPT2_F32;
   if (!transpose && t->dtype == GPT2_F32 && s->o.zero_copy) { // the loader's view, read-only
     if (hj_buffer_wrap(s->ctx, HJ_F32, sh, (void *)t->data, sizeof(float) * (size_t)(R * C),
                        HJ_BUFFER_READ_ONLY, NULL, NULL, out))
@@ -124,10 +145,6 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose,
         for (int64_t i = i0; i < R && i < i0 + 64; i++)
           for (int64_t j = j0; j < C && j < j0 + 64; j++) d[j * R + i] = elem(t, i * C + j);
   }
-  if (transpose) {
-    view->shape[0] = C, view->shape[1] = R;
-    view->layout = t->layout == GPT2_OUT_IN ? GPT2_IN_OUT : GPT2_OUT_IN;
-  }
   return 0;
 }
 
@@ -145,12 +162,16 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   s->lw = calloc((size_t)L * GPT2_LAYER_PARAMS, sizeof *s->lw);
   if (!s->lw || !s->wv_layers) return gpt2_errf(err, "out of memory");
   gpt2_tensor lm;
-  if (tensor_buffer(s, &w->wte, false, &s->wv.wte, &s->wte, err) ||
-      tensor_buffer(s, &w->wpe, false, &s->wv.wpe, &s->wpe, err) ||
-      tensor_buffer(s, &w->lnfw, false, &s->wv.lnfw, &s->lnfw, err) ||
-      tensor_buffer(s, &w->lnfb, false, &s->wv.lnfb, &s->lnfb, err) ||
-      (s->o.kernel_layouts && tensor_buffer(s, &w->wte, true, &lm, &s->lm_head, err)))
+  /* bf16 matrices stay bf16 where a matmul reads them (not wte when the embedding's gather
+     reads it too), on the CPU backend only (WEIGHTS) */
+  const bool k16 = s->o.keep_bf16 && s->o.backend == HJ_BACKEND_CPU;
+  if (tensor_buffer(s, &w->wte, false, false, &s->wv.wte, &s->wte, err) ||
+      tensor_buffer(s, &w->wpe, false, false, &s->wv.wpe, &s->wpe, err) ||
+      tensor_buffer(s, &w->lnfw, false, false, &s->wv.lnfw, &s->lnfw, err) ||
+      tensor_buffer(s, &w->lnfb, false, false, &s->wv.lnfb, &s->lnfb, err) ||
+      (s->o.kernel_layouts && tensor_buffer(s, &w->wte, true, k16, &lm, &s->lm_head, err)))
     return -1;
+  s->lm_head_bf16 = s->lm_head && lm.dtype == GPT2_BF16;
   for (int l = 0; l < L; l++) {
     const gpt2_layer *y = &w->layer[l];
     gpt2_layer *v = &s->wv_layers[l];
@@ -162,7 +183,9 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
         &v->ln2w, &v->ln2b, &v->fcw,  &v->fcb,  &v->fcprojw,  &v->fcprojb};
     for (int i = 0; i < GPT2_LAYER_PARAMS; i++) {
       bool tr = kept_layout(s, i, t[i]->layout) != t[i]->layout;
-      if (tensor_buffer(s, t[i], tr, tv[i], &s->lw[l * GPT2_LAYER_PARAMS + i], err)) return -1;
+      bool mat = t[i]->layout != GPT2_VECTOR;
+      if (tensor_buffer(s, t[i], tr, k16 && mat, tv[i], &s->lw[l * GPT2_LAYER_PARAMS + i], err))
+        return -1;
     }
   }
   return 0;
@@ -190,7 +213,7 @@ static int make_stages(gpt2_session *s, gpt2_err *err) {
 static bool same_spec(const gpt2_spec *a, const gpt2_spec *b) {
   return a->phase == b->phase && a->n == b->n && a->Tc == b->Tc && a->n_blocks == b->n_blocks &&
          a->embed == b->embed && a->head == b->head && a->verify == b->verify &&
-         a->lm_head_t == b->lm_head_t && a->dyn_rows == b->dyn_rows;
+         a->lm_head_t == b->lm_head_t && a->lm_head_bf16 == b->lm_head_bf16 && a->dyn_rows == b->dyn_rows;
 }
 
 static const char *stage_name(const gpt2_spec *sp) {
@@ -385,7 +408,7 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
                     .dyn_rows = jit,
                     .Tc = phase == GPT2_DECODE && t->nb ? s->Tc : 0, .n_blocks = t->nb,
                     .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL,
-                    .lm_head_t = t->head && s->lm_head};
+                    .lm_head_t = t->head && s->lm_head, .lm_head_bf16 = t->head && s->lm_head_bf16};
     const exe_entry *x_e = NULL;
     if (get_exe(s, &sp, &x_e, err)) return -1;
     const gpt2_sig *g = &x_e->sig;

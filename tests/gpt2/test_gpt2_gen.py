@@ -139,6 +139,8 @@ VARIANTS = {
     "llmc f32, cpu, whole model one graph": ("llmc", ["--backend", "cpu", "--layers-per-graph", "0"]),
     "llmc f32, cpu, 2 blocks per graph, 1 thread": ("llmc", ["--backend", "cpu", "--layers-per-graph", "2", "--threads", "1"]),
     "llmc bf16, cpu": ("bf16", ["--backend", "cpu"]),
+    "llmc bf16, cpu, matrices as stored": ("bf16", ["--backend", "cpu", "--layouts", "stored"]),
+    "llmc bf16, cpu, widened to f32": ("bf16", ["--backend", "cpu", "--f32-weights"]),
     "safetensors, cpu": ("hf", ["--backend", "cpu"]),
     "llmc f32, interp": ("llmc", ["--backend", "interp"]),
     "llmc f32, cpu, matrices as stored": ("llmc", ["--backend", "cpu", "--layouts", "stored"]),
@@ -205,6 +207,22 @@ def test_verify_cache_growth(tmp_path):
     r = verify(m, ["--backend", "cpu", "--stats"], tmp_path, tokens=140,
                name="small, maxT 16384, 140 steps over cache buckets 64/128/256")
     assert "compiles=8 " in r.stderr, r.stderr  # 3 prefill graphs, embed + head + 3 blocks
+
+
+def test_bf16_kept_equals_widened(models, tmp_path):
+    # bf16 -> f32 is exact, so matrices kept in bf16 (the CPU default) and widened to f32
+    # at load (--f32-weights) must give the same bits at every step, in both layouts.
+    for lay in ("kernel", "stored"):
+        for f32 in (False, True):
+            r = run(GPT2, ["--model", models["bf16"], "--ids", PROMPT, "--tokens", 4, "--greedy",
+                           "--backend", "cpu", "--layouts", lay, "--verify", tmp_path / f"{lay}{f32}"]
+                    + (["--f32-weights"] if f32 else []))
+            assert r.returncode == 0, r.stderr
+        for k in range(4):
+            files = sorted((tmp_path / f"{lay}False" / f"step_{k}").glob("*.npy"))
+            assert files
+            for f in files:
+                assert np.array_equal(np.load(f), np.load(tmp_path / f"{lay}True" / f"step_{k}" / f.name)), f
 
 
 def test_threads_bitwise_equal(models, tmp_path):
