@@ -154,6 +154,24 @@ static gpt2_layout kept_layout(const gpt2_session *s, int i, gpt2_layout stored)
   return i == 10 ? GPT2_OUT_IN : GPT2_IN_OUT; // fcprojw (out, in); qkvw, attprojw, fcw (in, out)
 }
 
+/* Do this context's executables run on the CPU backend? AUTO picks per compile (the first
+   backend that compiles a graph), so a one-op graph asks it. */
+static bool runs_on_cpu(gpt2_session *s) {
+  if (s->o.backend != HJ_BACKEND_AUTO) return s->o.backend == HJ_BACKEND_CPU;
+  hj_graph_t *g = NULL;
+  hj_exec_t *e = NULL;
+  bool cpu = false;
+  if (!hj_graph_create(s->ctx, "probe", &g)) {
+    hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(1), "x");
+    hj_graph_output(g, hj_add(x, x));
+    cpu = !hj_compile(g, &e) && hj_exec_backend(e) == HJ_BACKEND_CPU;
+  }
+  hj_exec_destroy(e);
+  hj_graph_destroy(g);
+  hj_ctx_clear_error(s->ctx);
+  return cpu;
+}
+
 static int load_weights(gpt2_session *s, gpt2_err *err) {
   const gpt2_weights *w = s->w;
   const int L = s->cfg.L;
@@ -163,8 +181,9 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   if (!s->lw || !s->wv_layers) return gpt2_errf(err, "out of memory");
   gpt2_tensor lm;
   /* bf16 matrices stay bf16 where a matmul reads them (not wte when the embedding's gather
-     reads it too), on the CPU backend only (WEIGHTS) */
-  const bool k16 = s->o.keep_bf16 && s->o.backend == HJ_BACKEND_CPU;
+     reads it too), on the CPU backend only (WEIGHTS; AUTO: where it resolves to the CPU) */
+  const bool any16 = w->wte.dtype == GPT2_BF16 || (L > 0 && w->layer[0].qkvw.dtype == GPT2_BF16);
+  const bool k16 = s->o.keep_bf16 && any16 && runs_on_cpu(s);
   if (tensor_buffer(s, &w->wte, false, false, &s->wv.wte, &s->wte, err) ||
       tensor_buffer(s, &w->wpe, false, false, &s->wv.wpe, &s->wpe, err) ||
       tensor_buffer(s, &w->lnfw, false, false, &s->wv.lnfw, &s->lnfw, err) ||

@@ -37,7 +37,8 @@
    WEIGHTS. Each tensor becomes an hj_buffer: by default a copy, in the layout LAYOUTS
    says, in hlojit's 2 MiB-aligned, huge-page-advised memory. A bf16 checkpoint's matrices
    (the blocks' four and the lm_head's copy of wte) stay bf16 with |keep_bf16| (the
-   default) when the backend is HJ_BACKEND_CPU: each is the rhs of an f32 x bf16 matmul,
+   default) when the executables run on the CPU backend (HJ_BACKEND_CPU, or AUTO when a
+   one-op probe graph compiles for the CPU): each is the rhs of an f32 x bf16 matmul,
    which the CPU kernels widen as they read it (exact), so the results are bit for bit
    those of the widened weights, at half the bytes. Everything else, and every tensor on
    another backend (the GPU's matmul kernels take f32 only), is widened to f32 here: the
@@ -100,8 +101,9 @@ typedef struct gpt2_session_opts {
                               false: one hj_compile per bucket, ids padded here */
   bool zero_copy;          /* default false; true: f32 tensors kept in the file's layout
                               are read-only buffers over the loader's mapping (WEIGHTS) */
-  bool keep_bf16;          /* default true: with backend HJ_BACKEND_CPU, a bf16 checkpoint's
-                              matrices stay bf16 (WEIGHTS); false: widened to f32 */
+  bool keep_bf16;          /* default true: on the CPU backend (HJ_BACKEND_CPU, or AUTO when
+                              it resolves to the CPU), a bf16 checkpoint's matrices stay
+                              bf16 (WEIGHTS); false: widened to f32 */
 } gpt2_session_opts;
 void gpt2_session_opts_init(gpt2_session_opts *o);
 

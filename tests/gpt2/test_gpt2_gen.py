@@ -225,6 +225,27 @@ def test_bf16_kept_equals_widened(models, tmp_path):
                 assert np.array_equal(np.load(f), np.load(tmp_path / f"{lay}True" / f"step_{k}" / f.name)), f
 
 
+def test_bf16_kept_where_the_cpu_runs(models, tmp_path):
+    # The weights the compiled graphs take (HLOJIT_DUMP_TO's optimised modules): bf16
+    # matrices with --backend cpu and with auto on a machine whose auto is the CPU; none
+    # with --f32-weights.
+    probe = subprocess.run([str(ROOT / "build" / "hlojit"), "run", "--backend", "cuda", "--random-inputs", "1",
+                            str(ROOT / "tests" / "fixtures" / "hlo_pass" / "gpt2_block.hlo")],
+                           capture_output=True, text=True, env=dict(os.environ, HLOJIT_CACHE_DIR="off"))
+    auto_is_cpu = probe.returncode != 0   # no CUDA device: auto falls to the CPU
+    cases = [(["--backend", "cpu"], True), (["--backend", "cpu", "--f32-weights"], False)] + \
+        ([([], True)] if auto_is_cpu else [])
+    for k, (args, want) in enumerate(cases):
+        d = tmp_path / f"dump{k}"
+        env = dict(os.environ, HLOJIT_CACHE_DIR="off", HLOJIT_DUMP_TO=str(d))
+        r = subprocess.run([str(GPT2), "--model", str(models["bf16"]), "--ids", PROMPT, "--tokens", "2",
+                            "--greedy", "--print-ids"] + args, capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        hlo = "".join(f.read_text() for f in d.glob("*.after_passes.hlo"))
+        assert hlo, args
+        assert ("bf16[" in hlo) == want, (args, want)
+
+
 def test_threads_bitwise_equal(models, tmp_path):
     for t in (1, 2):
         r = run(GPT2, ["--model", models["llmc"], "--ids", PROMPT, "--tokens", 4, "--greedy",
