@@ -94,7 +94,7 @@ static gpt2_weights *bf16_weights(const gpt2_weights *w, int64_t n) {
   if (!g_params16) return NULL;
   for (int64_t i = 0; i < n; i++) g_params16[i] = to_bf16(g_params[i]);
   w16 = *w;
-  gpt2_tensor *t = &w16.wte;
+  gpt2_tensor *t;
   for (int l = 0; l < L; l++) layer[l] = w->layer[l];
   w16.layer = layer;
   gpt2_tensor *all[4 + 12 * L];
