@@ -149,12 +149,10 @@ static cpu_jit_rt *cc_from_disk(cpu_cc *c, cpu_jit *j, const cc_mod *m) {
   size_t n = 0;
   cpu_jit_rt *rt = NULL;
   if (!c->disk || !rt_dcache_get(c->disk, m->key.key, m->key.len, &obj, &n, NULL, 0)) return NULL;
-  hj_status last = c->ctx->last;
-  char err[sizeof c->ctx->err];
-  memcpy(err, c->ctx->err, sizeof err);
+  hj__err_saved saved;
+  hj__err_save(c->ctx, &saved);
   if (cpu_jit_add_object(j, obj, n, m->key.key, &rt) != HJ_OK) rt = NULL;
-  c->ctx->last = last;
-  memcpy(c->ctx->err, err, sizeof err);
+  hj__err_restore(c->ctx, &saved);
   free(obj);
   return rt;
 }
@@ -166,12 +164,10 @@ static hj_status cc_add_compiled(cpu_cc *c, cpu_jit *j, cc_mod *m, cpu_jit_rt **
   size_t n = LLVMGetBufferSize(m->obj);
   hj_status st = cpu_jit_add_object(j, p, n, m->key.key, rt);
   if (st == HJ_OK && c->disk) {
-    hj_status last = c->ctx->last;
-    char err[sizeof c->ctx->err];
-    memcpy(err, c->ctx->err, sizeof err);
+    hj__err_saved saved;
+    hj__err_save(c->ctx, &saved);
     rt_dcache_put(c->disk, m->key.key, m->key.len, p, n);
-    c->ctx->last = last;
-    memcpy(c->ctx->err, err, sizeof err);
+    hj__err_restore(c->ctx, &saved);
   }
   return st;
 }

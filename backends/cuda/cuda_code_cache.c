@@ -61,14 +61,12 @@ static ptrdiff_t cuc_find(cub_cc *c, const char *digest) {
 }
 
 /* Runs |call| on the disk cache without touching the context's error. */
-#define CUC_QUIET(c, call)                                 \
-  do {                                                    \
-    hj_status last_ = (c)->ctx->last;                     \
-    char err_[sizeof (c)->ctx->err];                      \
-    memcpy(err_, (c)->ctx->err, sizeof err_);             \
-    call;                                                 \
-    (c)->ctx->last = last_;                               \
-    memcpy((c)->ctx->err, err_, sizeof err_);             \
+#define CUC_QUIET(c, call)              \
+  do {                                  \
+    hj__err_saved saved_;               \
+    hj__err_save((c)->ctx, &saved_);    \
+    call;                               \
+    hj__err_restore((c)->ctx, &saved_); \
   } while (0)
 
 hj_status cub_cc_lookup(cub_cc *c, cuda_codegen *cg, LLVMModuleRef mod, rt_code_key *key, char **ptx,

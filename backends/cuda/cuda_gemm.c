@@ -213,10 +213,11 @@ hj_status cub_mm_run(cub_exec *x, const th_thunk *t, void **bufs) {
   }
   if (mm->choice == CUB_MM_UNDECIDED && x->mode == CUB_EAGER) {
     hj_ctx_t *ctx = x->base.ctx;
-    hj_status last = ctx->last;
+    hj__err_saved saved;   /* a side that fails is only not chosen */
+    hj__err_save(ctx, &saved);
     double tms = cg_time(x, mm, t, bufs, CUB_MM_TILED);
     double bms = cg_time(x, mm, t, bufs, CUB_MM_CUBLAS);
-    ctx->last = last;
+    hj__err_restore(ctx, &saved);
     int choice = tms < 0 && bms < 0 ? CUB_MM_UNDECIDED : bms < 0 || (tms >= 0 && tms <= bms) ? CUB_MM_TILED
                                                                                            : CUB_MM_CUBLAS;
     if (choice == CUB_MM_UNDECIDED)

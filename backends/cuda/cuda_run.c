@@ -257,16 +257,14 @@ static hj_status cr_execute(cub_exec *x, void **ip, void **op) {
       return HJ_OK;
     }
   }
-  char saved[sizeof ctx->err];
-  hj_status last = ctx->last;
-  memcpy(saved, ctx->err, sizeof saved);
+  hj__err_saved saved;
+  hj__err_save(ctx, &saved);
   hj_status st = cr_capture(x, ip, op);
   if (st == HJ_OK) return HJ_OK;
   /* no graph for this executable: say why (the stats line), run eagerly from now on */
   snprintf(x->graph_why, sizeof x->graph_why, "capture failed: %.140s", ctx->err);
   x->graphable = false;
-  ctx->last = last;
-  memcpy(ctx->err, saved, sizeof saved);
+  hj__err_restore(ctx, &saved);
   cr_nodes_free(x);
   x->mode = CUB_EAGER;
   x->eager_runs++;

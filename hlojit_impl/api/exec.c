@@ -43,9 +43,8 @@ static double exe_now_ms(void) {
 static void exe_dump(hj_ctx_t *ctx, const hlo_module *m) {
   if (!ctx->opt.dump_dir || !*ctx->opt.dump_dir) return;
   char *text = NULL, path[1024];
-  hj_status last = ctx->last;
-  char err[sizeof ctx->err];
-  memcpy(err, ctx->err, sizeof err);
+  hj__err_saved saved;
+  hj__err_save(ctx, &saved);
   if (hlo_print_module(m, &text) == HJ_OK) {
     snprintf(path, sizeof path, "%s/%s.hlo", ctx->opt.dump_dir, m->name);
     FILE *f = fopen(path, "wb");
@@ -55,8 +54,7 @@ static void exe_dump(hj_ctx_t *ctx, const hlo_module *m) {
     }
   }
   free(text);
-  ctx->last = last;
-  memcpy(ctx->err, err, sizeof err);
+  hj__err_restore(ctx, &saved);
 }
 
 /* Compiles |e->m| with |be|, making the context's state for it first. */

@@ -44,6 +44,16 @@ hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...) {
   return code;
 }
 
+void hj__err_save(const hj_ctx_t *ctx, hj__err_saved *s) {
+  s->last = ctx->last;
+  memcpy(s->err, ctx->err, sizeof s->err);
+}
+
+void hj__err_restore(hj_ctx_t *ctx, const hj__err_saved *s) {
+  ctx->last = s->last;
+  memcpy(ctx->err, s->err, sizeof s->err);
+}
+
 void *hj__alloc(hj_ctx_t *ctx, size_t size) {
   if (size == 0) size = 1;
   if (ctx && ctx->opt.allocator.alloc)

@@ -281,6 +281,15 @@ struct hj_ctx {
 const char *hlo_status_name(hj_status s);
 hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The context's error, status and message, saved before and put back after a call whose
+   failure is not the caller's (a disk-cache probe, a dump, a kernel that may fall back to
+   the evaluator): what the user reads from hj_ctx_error stays what it was. */
+typedef struct hj__err_saved {
+  hj_status last;
+  char err[sizeof ((struct hj_ctx *)0)->err];
+} hj__err_saved;
+void hj__err_save(const hj_ctx_t *ctx, hj__err_saved *s);
+void hj__err_restore(hj_ctx_t *ctx, const hj__err_saved *s);
 void *hj__alloc(hj_ctx_t *ctx, size_t size);       /* ctx's allocator, 64-byte aligned; NULL on OOM */
 void hj__free(hj_ctx_t *ctx, void *p);
 

@@ -68,9 +68,10 @@ static void rtc_dump(hj_ctx_t *ctx, int seq, const char *name, const char *what,
 static void rtc_dump_module(hj_ctx_t *ctx, int seq, const hlo_module *m) {
   if (!ctx->opt.dump_dir || !*ctx->opt.dump_dir) return;
   char *text = NULL;
-  hj_status last = ctx->last;
+  hj__err_saved saved;
+  hj__err_save(ctx, &saved);
   if (hlo_print_module(m, &text) == HJ_OK) rtc_dump(ctx, seq, m->name, "after_passes.hlo", text);
-  ctx->last = last;
+  hj__err_restore(ctx, &saved);
   free(text);
 }
 
@@ -436,9 +437,9 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
   } else {
     B->t->unique_name(B->t->ud, "hjk", name, sizeof name);
   }
+  hj__err_saved *saved = malloc(sizeof *saved);   /* 4 KiB, on the heap as before */
   hj_status last = ctx->last;
-  char *saved = malloc(sizeof ctx->err);
-  if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
+  if (saved) hj__err_save(ctx, saved);
   ctx->err[0] = 0;
   emit_kernel k = { .kind = kind };
   hj_status st = emit_fusion_inplace(em, t->ins, name, pe->dus_inplace, pe->inplace_operand, &k);
@@ -454,8 +455,8 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     rtc_delete_fns(em->mod, name);
     emit_matmul_plan_free(k.matmul);
   }
-  ctx->last = last;
-  if (saved) memcpy(ctx->err, saved, sizeof ctx->err);
+  if (saved) hj__err_restore(ctx, saved);
+  else ctx->last = last;
   free(saved);
   if (st == HJ_OK) {
     t->kind = k.kind == EMIT_KIND_MATMUL ? TH_MATMUL : TH_KERNEL;

@@ -21,6 +21,25 @@
 #include <sys/stat.h>
 #include "tests/cuda_double/cuda_double.h"
 
+/* softmax rows: two reduction kernels, an arena buffer between them and the exp through
+   hlojit's own math (the backend and code-cache tests) */
+static const char cu_softmax_hlo[] =
+    "HloModule sm\n"
+    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
+    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+    "ENTRY main {\n"
+    "  x = f32[16,128] parameter(0)\n"
+    "  ninf = f32[] constant(-inf)\n"
+    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
+    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
+    "  d = f32[16,128] subtract(x, mb)\n"
+    "  e = f32[16,128] exponential(d)\n"
+    "  z = f32[] constant(0)\n"
+    "  s = f32[16] reduce(e, z), dimensions={1}, to_apply=ad\n"
+    "  sb = f32[16,128] broadcast(s), dimensions={0}\n"
+    "  ROOT o = f32[16,128] divide(e, sb)\n"
+    "}\n";
+
 typedef struct cu_double {
   void *lib;
   char path[1024];

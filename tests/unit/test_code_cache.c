@@ -190,6 +190,22 @@ static void tcc_write(const char *path, const void *b, size_t n) {
 }
 
 /* Each file damaged in each way: that module recompiles, the others load, results right. */
+/* Rewrites the entry whose file bytes are |entry| in |dir| as a well-formed entry of the
+   same key whose object is garbage: the disk lookup hits, and LLVM refuses the object. */
+static void tcc_junk_object(const char *dir, const uint8_t *entry) {
+  uint64_t klen = 0;
+  for (int i = 7; i >= 0; i--) klen = klen << 8 | entry[32 + i];
+  rt_dcache *c = NULL;
+  hj_ctx_t *ctx = tu_ctx();
+  CHECK_OK(ctx, rt_dcache_open(ctx, dir, 0, &c));
+  uint8_t junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 7 + 1);
+  memcpy(junk, "\177ELF\2\1\1", 7);   /* an ELF header that goes nowhere */
+  CHECK_OK(ctx, rt_dcache_put(c, entry + 64, (size_t)klen, junk, sizeof junk));
+  rt_dcache_close(c);
+  hj_ctx_destroy(ctx);
+}
+
 static void test_bad_files_recompile(void **state) {
   char dir[128];
   snprintf(dir, sizeof dir, "%s/bad", tcc_root);
@@ -210,20 +226,7 @@ static void test_bad_files_recompile(void **state) {
       case 2: tcc_write(files[f], other, olen); break;                   /* another entry's file */
       case 3: tcc_write(files[f], NULL, 0); break;                       /* empty */
       case 4: memset(b, 0x5a, len); tcc_write(files[f], b, len); break;  /* garbage */
-      case 5: {   /* a well-formed entry of the right key whose object is garbage */
-        uint64_t klen = 0;
-        for (int i = 7; i >= 0; i--) klen = klen << 8 | b[32 + i];
-        rt_dcache *c = NULL;
-        hj_ctx_t *ctx = tu_ctx();
-        CHECK_OK(ctx, rt_dcache_open(ctx, dir, 0, &c));
-        uint8_t junk[4096];
-        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 7 + 1);
-        memcpy(junk, "\177ELF\2\1\1", 7);   /* an ELF header that goes nowhere */
-        CHECK_OK(ctx, rt_dcache_put(c, b + 64, (size_t)klen, junk, sizeof junk));
-        rt_dcache_close(c);
-        hj_ctx_destroy(ctx);
-        break;
-      }
+      case 5: tcc_junk_object(dir, b); break;   /* the right key, a garbage object */
       }
       free(b);
       free(other);
@@ -243,6 +246,40 @@ static void test_bad_files_recompile(void **state) {
     tcc_free_list(files);
   }
   arrfree(ref);
+}
+
+/* A disk cache that fails (every entry's object refused by LLVM) costs a recompile and
+   nothing else: the compiles succeed and hj_ctx_error still says what the last failed call
+   said, not what went wrong inside the cache. */
+static void test_cache_trouble_keeps_the_error(void **state) {
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/trouble", tcc_root);
+  tcc_expect_all(dir, HJ_CODE_COMPILED, "populate");
+  char **files = tcc_entries(dir);
+  for (ptrdiff_t f = 0; f < arrlen(files); f++) {
+    size_t len = 0;
+    uint8_t *b = (uint8_t *)tu_read_file(files[f], &len);
+    assert_true(b && len > 200);
+    tcc_junk_object(dir, b);
+    free(b);
+  }
+  tcc_free_list(files);
+  hj_ctx_t *ctx = tcc_ctx(dir);
+  assert_non_null(ctx);
+  hj_module_t *bad = NULL;
+  assert_int_not_equal(hj_module_parse(ctx, "HloModule x\nENTRY {", 18, "bad", &bad), HJ_OK);
+  char before[512];
+  snprintf(before, sizeof before, "%s", hj_ctx_error(ctx));
+  assert_true(before[0] != 0);
+  for (int k = 0; k < TCC_N; k++) {
+    static uint8_t buf[1 << 16];
+    size_t n = 0;
+    int src = -1;
+    assert_true(tcc_run(ctx, k, &src, buf, sizeof buf, &n));
+    assert_int_equal(src, HJ_CODE_COMPILED);
+    assert_string_equal(hj_ctx_error(ctx), before);
+  }
+  hj_ctx_destroy(ctx);
 }
 
 static void test_racing_processes(void **state) {
@@ -344,6 +381,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_second_process_compiles_nothing),
     cmocka_unit_test(test_bad_files_recompile),
+    cmocka_unit_test(test_cache_trouble_keeps_the_error),
     cmocka_unit_test(test_racing_processes),
     cmocka_unit_test(test_compiled_once_in_process),
     cmocka_unit_test(test_size_limit),

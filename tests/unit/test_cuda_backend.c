@@ -52,24 +52,6 @@ static const char tb_ew[] =
     "  ROOT r = f32[256] add(p0, p1)\n"
     "}\n";
 
-/* softmax rows: two reduction kernels and an arena buffer between them */
-static const char tb_softmax[] =
-    "HloModule sm\n"
-    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
-    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
-    "ENTRY main {\n"
-    "  x = f32[16,128] parameter(0)\n"
-    "  ninf = f32[] constant(-inf)\n"
-    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
-    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
-    "  d = f32[16,128] subtract(x, mb)\n"
-    "  e = f32[16,128] exponential(d)\n"
-    "  z = f32[] constant(0)\n"
-    "  s = f32[16] reduce(e, z), dimensions={1}, to_apply=ad\n"
-    "  sb = f32[16,128] broadcast(s), dimensions={0}\n"
-    "  ROOT o = f32[16,128] divide(e, sb)\n"
-    "}\n";
-
 /* a dynamic-update-slice at a runtime position (the KV cache's shape of problem) */
 static const char tb_pos[] =
     "HloModule pos\n"
@@ -261,14 +243,14 @@ static void test_oom_refused(void **state) {
   hj_buffer_destroy(b);
   /* an executable whose arena does not fit: the compile fails; AUTO takes the CPU */
   cu_dbl.set("free_mem", 100LL << 20);
-  hj_module_t *m = tb_parse(ctx, tb_softmax);
+  hj_module_t *m = tb_parse(ctx, cu_softmax_hlo);
   hj_exec_t *e = NULL;
   assert_int_equal(hj_compile_module(ctx, m, &e), HJ_ERR_OOM);
   CU_ASSERT_HAS(hj_ctx_error(ctx), "refused");
   hj_module_destroy(m);
   hj_ctx_destroy(ctx);
   ctx = tb_ctx(HJ_BACKEND_AUTO);
-  m = tb_parse(ctx, tb_softmax);
+  m = tb_parse(ctx, cu_softmax_hlo);
   e = tb_compile(ctx, m);
   hj_exec_stats_t s;
   TB_OK(ctx, hj_exec_stats(e, &s));
@@ -355,7 +337,7 @@ static void tb_same_args(tb_run a, tb_run b, uintptr_t old, uintptr_t now) {
 static void test_graph_record_replay_update(void **state) {
   tb_double(NULL);
   hj_ctx_t *ctx = tb_ctx(HJ_BACKEND_CUDA);
-  hj_module_t *m = tb_parse(ctx, tb_softmax);
+  hj_module_t *m = tb_parse(ctx, cu_softmax_hlo);
   hj_exec_t *e = tb_compile(ctx, m);
   hj_buffer_t *x = tb_f32(ctx, HJ_SHAPE(16, 128), 0), *x2 = tb_f32(ctx, HJ_SHAPE(16, 128), 5), *out = NULL;
   tb_run r1 = tb_do(ctx, e, &x, 1, &out, 1);
@@ -438,7 +420,7 @@ static void test_graphs_off_and_host_work(void **state) {
   tb_double(NULL);
   setenv("HLOJIT_CUDA_GRAPHS", "0", 1);   /* read when an executable is made */
   hj_ctx_t *ctx = tb_ctx(HJ_BACKEND_CUDA);
-  hj_module_t *m = tb_parse(ctx, tb_softmax);
+  hj_module_t *m = tb_parse(ctx, cu_softmax_hlo);
   hj_exec_t *e = tb_compile(ctx, m);
   unsetenv("HLOJIT_CUDA_GRAPHS");
   hj_buffer_t *x = tb_f32(ctx, HJ_SHAPE(16, 128), 0), *out = NULL;

@@ -28,24 +28,6 @@ int main(void) {
 }
 #else
 
-/* softmax rows: two reductions, the exp through hlojit's own math */
-static const char tcc_softmax[] =
-    "HloModule sm\n"
-    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
-    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
-    "ENTRY main {\n"
-    "  x = f32[16,128] parameter(0)\n"
-    "  ninf = f32[] constant(-inf)\n"
-    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
-    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
-    "  d = f32[16,128] subtract(x, mb)\n"
-    "  e = f32[16,128] exponential(d)\n"
-    "  z = f32[] constant(0)\n"
-    "  s = f32[16] reduce(e, z), dimensions={1}, to_apply=ad\n"
-    "  sb = f32[16,128] broadcast(s), dimensions={0}\n"
-    "  ROOT o = f32[16,128] divide(e, sb)\n"
-    "}\n";
-
 static char tcc_root[64];
 
 static int tcc_setup(void **state) {
@@ -107,11 +89,11 @@ typedef struct tcc_result {
   int nparams[8], nlaunch;
 } tcc_result;
 
-/* Compiles tcc_softmax in |ctx| and runs it once. */
+/* Compiles cu_softmax_hlo in |ctx| and runs it once. */
 static tcc_result tcc_compile_run(hj_ctx_t *ctx) {
   tcc_result r = { 0 };
   hj_module_t *m = NULL;
-  CHECK_OK(ctx, hj_module_parse(ctx, tcc_softmax, strlen(tcc_softmax), "test", &m));
+  CHECK_OK(ctx, hj_module_parse(ctx, cu_softmax_hlo, strlen(cu_softmax_hlo), "test", &m));
   int loads0 = cu_dbl.calls("cuModuleLoadDataEx"), launch0 = cu_dbl.log()->nlaunches;
   hj_exec_t *e = NULL;
   CHECK_OK(ctx, hj_compile_module(ctx, m, &e));
