@@ -235,7 +235,13 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
    L1/L2 (what OpenBLAS's sgemv_n does too). In a C model of it on Zen 5 this read B at 0.94
    of a plain streaming read on one thread, blocks of columns walked down the rows at 0.92.
    Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; arg = R | bf16 << 8
-   (B's elements bf16, widened as loaded). */
+   (B's elements bf16, widened as loaded).
+   R = 1 (B as one sequential stream, y updated in L1; the same bits) was tried on Zen 4
+   (AVX-512): bench_matmul M = 1 on 1 thread read B at 0.91-1.06 of the bandwidth against
+   0.52-0.79 for R = 4, but inside the runtime it lost (GPT-2 decode fc 14-16 GB/s against
+   23; bench_gpt2 decode 30.8 ms against 23.2), and its speed moved with where the partial y
+   sat. bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
+   model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). */
 #define EMM_GEMV_ROWS 4
 /* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs prefetch the rows EMM_PF_GROUPS
    row groups ahead: a bf16 row is half as long, so the hardware prefetcher meets twice as
