@@ -237,10 +237,10 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
    Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; arg = R | bf16 << 8
    (B's elements bf16, widened as loaded).
    R = 1 (B as one sequential stream, y updated in L1; the same bits) was tried on Zen 4
-   (AVX-512): bench_matmul M = 1 on 1 thread read B at 0.91-1.06 of the bandwidth against
-   0.52-0.79 for R = 4, but inside the runtime it lost (GPT-2 decode fc 14-16 GB/s against
-   23; bench_gpt2 decode 30.8 ms against 23.2), and its speed moved with where the partial y
-   sat. bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
+   (AVX-512): bench_matmul M = 1 on 1 thread read B at 0.89-1.06 of the bandwidth (one run
+   0.71) against 0.52-0.79 for R = 4, but inside the runtime it lost (GPT-2 decode fc 13-17
+   GB/s against 23; bench_gpt2 decode 30.8 ms against 23.2), and in bench_matmul its speed
+   later moved (0.41-1.02) with builds that only moved the partial y. bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
    model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). */
 #define EMM_GEMV_ROWS 4
 /* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs prefetch the rows EMM_PF_GROUPS

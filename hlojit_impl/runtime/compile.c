@@ -437,9 +437,8 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
   } else {
     B->t->unique_name(B->t->ud, "hjk", name, sizeof name);
   }
-  hj__err_saved *saved = malloc(sizeof *saved);   /* 4 KiB, on the heap as before */
-  hj_status last = ctx->last;
-  if (saved) hj__err_save(ctx, saved);
+  hj__err_saved saved;
+  hj__err_save(ctx, &saved);
   ctx->err[0] = 0;
   emit_kernel k = { .kind = kind };
   hj_status st = emit_fusion_inplace(em, t->ins, name, pe->dus_inplace, pe->inplace_operand, &k);
@@ -455,9 +454,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     rtc_delete_fns(em->mod, name);
     emit_matmul_plan_free(k.matmul);
   }
-  if (saved) hj__err_restore(ctx, saved);
-  else ctx->last = last;
-  free(saved);
+  hj__err_restore(ctx, &saved);
   if (st == HJ_OK) {
     t->kind = k.kind == EMIT_KIND_MATMUL ? TH_MATMUL : TH_KERNEL;
     snprintf(t->sym, sizeof t->sym, "%s", k.name[0] ? k.name : name);
