@@ -30,7 +30,7 @@
    stores (first K block) or adds into C (later blocks): c + i*ldc + v*16. The driver packs
    A (8-row panels, k-major) and B (48-column panels, k-major) so both streams are
    contiguous, and calls ukr8 over the 8 x 48 tiles of C. M = 64 is 8 panels: no ukr for a
-   remainder (M % 8 = 0). For M = 1 the plan asks for gemv instead: B streamed once, 4 whole
+   remainder (M % 8 = 0). For M = 1 the plan asks for gemv instead: B streamed once, 1 or 8 whole
    rows at a time, into y in L1 (the driver gives each thread a contiguous run of K blocks
    and sums their partial results). */
 #include "emit.h"
@@ -228,24 +228,28 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
   return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, ts, 2), fn, args, 4, "");
 }
 
-/* The gemv for B normal streams whole rows (see matmul_plan.h): per group of R rows (4, then
-   1 for the rest), one pass over y[0, n): y[j] = fma(x[k+R-1], b[k+R-1][j], ... fma(x[k],
-   b[k][j], y[j])), n % vw columns by masked loads. The same fma chain per column as a
-   column-at-a-time loop, but B is read as R sequential streams of whole rows and y stays in
-   L1/L2 (what OpenBLAS's sgemv_n does too). In a C model of it on Zen 5 this read B at 0.94
-   of a plain streaming read on one thread, blocks of columns walked down the rows at 0.92.
+/* The gemv for B normal streams whole rows (see matmul_plan.h): per group of R rows (the
+   plan's gemv_rows, 1 or 8; then 1 at a time for the rest), one pass over y[0, n):
+   y[j] = fma(x[k+R-1], b[k+R-1][j], ... fma(x[k], b[k][j], y[j])), n % vw columns by
+   masked loads. The same fma chain per column as a column-at-a-time loop, whatever R, but
+   B is read as R sequential streams of whole rows and y stays in L1/L2 (what OpenBLAS's
+   sgemv_n does too). In a C model of it on Zen 5 this read B at 0.94 of a plain streaming
+   read on one thread, blocks of columns walked down the rows at 0.92.
    Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; arg = R | bf16 << 8
    (B's elements bf16, widened as loaded).
-   R = 1 (B as one sequential stream, y updated in L1; the same bits) was tried on Zen 4
+   R = 1 for every shape (B as one sequential stream, y updated in L1) was tried on Zen 4
    (AVX-512): bench_matmul M = 1 on 1 thread read B at 0.89-1.06 of the bandwidth (one run
-   0.71) against 0.52-0.79 for R = 4, but inside the runtime it lost (GPT-2 decode fc 13-17
-   GB/s against 23; bench_gpt2 decode 30.8 ms against 23.2), and in bench_matmul its speed
-   later moved (0.41-1.02) with builds that only moved the partial y. bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
-   model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). */
-#define EMM_GEMV_ROWS 4
-/* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs prefetch the rows EMM_PF_GROUPS
-   row groups ahead: a bf16 row is half as long, so the hardware prefetcher meets twice as
-   many fresh streams per byte. bench_matmul --bf16, M = 1, fresh B, Zen 3, one run each:
+   0.71) against 0.52-0.79 for R = 4, but inside the runtime it lost on long rows (GPT-2
+   decode fc 13-17 GB/s against 23; bench_gpt2 decode 30.8 ms against 23.2), and in
+   bench_matmul its speed later moved (0.41-1.02) with builds that only moved the partial y.
+   bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
+   model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). R = 1 is kept for short rows only
+   (emit_matmul_plan, gemv_rows). */
+#define EMM_GEMV_ROWS 8   /* the most rows per group (array sizes) */
+/* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs in groups of rows prefetch the
+   rows EMM_PF_GROUPS row groups ahead (one row at a time, B is one stream already): a bf16
+   row is half as long, so the hardware prefetcher meets twice as many fresh streams per
+   byte. bench_matmul --bf16, M = 1, fresh B, Zen 3, one run each, with 4-row groups:
    fc.proj (3072 x 768) 7.2 -> 10.6 GB/s on 1 thread, 12.0 -> 18.8 on 2; qkv, fc 0.65-0.81
    -> 0.82-1.05 of the read bandwidth; 1, 2 or 4 groups ahead alike within the noise. The
    f32 gemvs, at the bandwidth already, are left without. */
@@ -279,7 +283,7 @@ static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
   for (int r = 0; r < rows; r++) {
     LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
     c[1 + r] = emx_gep_b(em, a[1], LLVMBuildMul(b, kr, a[3], ""), bf16);
-    if (bf16 && rows == EMM_GEMV_ROWS)   /* row k + r two groups on (see emx_prefetch) */
+    if (bf16 && rows > 1)   /* row k + r two groups on (see emx_prefetch) */
       c[1 + 2 * EMM_GEMV_ROWS + r] = emx_gep_b(em, c[1 + r], LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), a[3], ""), bf16);
     c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
   }
@@ -307,7 +311,7 @@ static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
   LLVMPositionBuilderAtEnd(b, next);
 }
 
-static void emx_emit_gemv(emit_module *em, const char *name, int vw, bool bf16) {
+static void emx_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) {
   LLVMBuilderRef b = em->b;
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef K = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 5);
@@ -316,8 +320,7 @@ static void emx_emit_gemv(emit_module *em, const char *name, int vw, bool bf16) 
   for (int i = 0; i < vw; i++) lanes[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
   LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
                         LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
-  LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, EMM_GEMV_ROWS, emx_gemv_rows, a,
-                                 bf16 << 16 | EMM_GEMV_ROWS << 8 | vw);
+  LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, R, emx_gemv_rows, a, bf16 << 16 | R << 8 | vw);
   emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(b);
 }
@@ -628,6 +631,16 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
      0.89 of the bandwidth in 12 blocks, 0.94 in 6 and 0.97 in 4 (1 thread: 0.93 -> 0.98);
      more threads than blocks split N as well. Partials are capped at 16 MiB. */
   p->gemv_kb = p->K > 0 ? p->K : 1;
+  /* B normal: rows of B per pass over y. Short rows (y of at most 4 KiB: attention
+     projection, fc projection) one at a time, B then being one sequential stream; longer
+     rows 8 at a time. Same fma chain per column whatever the count, so the same bits. GPT-2
+     124M decode block (HLOJIT_PROFILE=1 build/gpt2 ... --threads 1, Zen 4, 4 runs each,
+     alternated): 1.27-1.43 ms against 1.47-1.59 with 4 rows for all; attention projection
+     14 -> 22-25 GB/s, qkv 17-18 -> 20-21, fc 18-19 -> 20-21; 2 threads 0.96-1.13 ms against
+     1.10-1.18; bf16 weights 0.88-0.98 ms against 1.04-1.26. One row for the long rows too
+     lost (fc 13-17 GB/s; see emx_gemv_rows), 8 rows for the short ones lost to one (18 GB/s
+     for the attention projection against 22-25). */
+  p->gemv_rows = p->N * 4 <= 4096 ? 1 : 8;
   if (p->use_gemv && !p->rhs_transposed) {
     int64_t kb = (p->K + 3) / 4;
     kb = (kb < 64 ? 64 : kb + 7) / 8 * 8;
@@ -677,11 +690,11 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
       emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
   }
   if (p->use_gemv) {
-    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d%s", pre, p->rhs_transposed ? "t" : "",
-             p->rhs_transposed ? p->gemv_cols : p->vw, p->rhs_bf16 ? "_bf16" : "");
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d_r%d%s", pre, p->rhs_transposed ? "t" : "",
+             p->rhs_transposed ? p->gemv_cols : p->vw, p->gemv_rows, p->rhs_bf16 ? "_bf16" : "");
     if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
       if (p->rhs_transposed) emx_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw, p->rhs_bf16);
-      else emx_emit_gemv(em, p->gemv_name, p->vw, p->rhs_bf16);
+      else emx_emit_gemv(em, p->gemv_name, p->vw, p->gemv_rows, p->rhs_bf16);
     }
   }
   if (epi) {

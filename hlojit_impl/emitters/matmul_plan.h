@@ -48,6 +48,7 @@ struct emit_matmul_plan {
   int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */
   int m_rem;                   /* M % mr: rows of ukr[1] (0: no ukr[1]) */
   int64_t kc, mc, nc;          /* cache blocks: K step, rows of an A block, cols of a B block */
+  int gemv_rows;               /* gemv, B normal: rows of B per pass over y */
   int gemv_cols;               /* gemv: the driver's column splits are multiples of this */
   int64_t gemv_kb;             /* B normal, gemv or gemm: rows per K block (K: one block);
                                   a gemm's is a multiple of kc */

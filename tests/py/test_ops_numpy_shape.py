@@ -453,13 +453,15 @@ def test_dot_vector():
 
 
 # Mixed precision (XLA allows floats of different widths: f32 x bf16 -> f32, the weights kept
-# in bf16). Shapes reach every CPU path: M = 1 (the gemvs, B normal and transposed), M = 7 and
+# in bf16). Shapes reach every CPU path: M = 1 (the gemvs, B normal with rows of B one or 8 at
+# a time, and transposed), M = 7 and
 # 64 (packed gemm, a remainder row block), N and K off the vector width. Reference: NumPy in
 # f64 on the widened rhs (bf16 -> f32 is exact), 1e-5 of the sum of |terms|; and on the CPU
 # and the evaluator, the f32 dot of the widened rhs through the same backend, which must give
 # the same bits (the CUDA backend runs a mixed dot in the evaluator, its f32 dot on the GPU:
 # another summation order).
-@pytest.mark.parametrize("m,k,n,trans", [(1, 67, 45, False), (1, 67, 45, True), (7, 130, 37, False),
+@pytest.mark.parametrize("m,k,n,trans", [(1, 67, 45, False), (1, 67, 45, True), (1, 67, 1100, False),
+                                         (7, 130, 37, False),
                                          (7, 130, 37, True), (64, 768, 100, False),
                                          (64, 768, 100, True)])
 def test_dot_f32_bf16(m, k, n, trans):

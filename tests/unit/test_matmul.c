@@ -296,6 +296,7 @@ static void test_matmul_vs_evaluator(void **state) {
     { 1, 17, 1000, 1000 }, { 1, 1600, 5, 60 }, { 1, 64, 768, 96 }, { 3, 17, 33, 50 },
     { 4, 1, 300, 70 },
     { 4, 1, 40, 70 }, { 2, 9, 1, 1 },
+    { 1, 1, 127, 1100 }, { 1, 1, 1000, 1030 }, { 2, 1, 9, 2000 },   /* gemv, rows of B 8 at a time */
   };
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
     for (int t = 0; t < 2; t++)
@@ -314,6 +315,7 @@ static void test_matmul_deterministic(void **state) {
   static const int64_t sz[][5] = {   /* B, M, K, N, trans */
     { 1, 127, 1000, 300, 0 }, { 1, 64, 800, 500, 1 }, { 1, 1, 1000, 1000, 0 },
     { 1, 1, 999, 301, 1 }, { 5, 20, 70, 90, 0 }, { 1, 300, 50, 40, 1 }, { 3, 1, 500, 200, 0 },
+    { 1, 1, 1000, 1100, 0 },
   };
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
     tm_mm mm;
