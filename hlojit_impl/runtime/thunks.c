@@ -14,6 +14,7 @@
    prof_* fields (a while's time includes its nested programs'); profile.c reads them. */
 #include "runtime.h"
 #include "../eval/eval.h"
+#include "../emitters/matmul_plan.h"
 #include <stdlib.h>
 #include <time.h>
 
@@ -264,6 +265,17 @@ static void th_locs(char **sb, const char *what, const ba_loc *v) {
   sb_puts(sb, ")");
 }
 
+/* " fns(ukr NAME, gemv NAME, ...)": a matmul thunk's symbol names the plan, not a function;
+   these are the functions it calls, renamed with the module (code_key.c) like every kernel. */
+static void th_matmul_fns(char **sb, const struct emit_matmul_plan *p) {
+  const char *what[] = { "ukr", "ukr", "gemv", "epi", "tiled" };
+  const char *name[] = { p->ukr_name[0], p->ukr_name[1], p->gemv_name, p->epi_name, p->gpu_tiled_name };
+  int n = 0;
+  for (int i = 0; i < 5; i++)
+    if (name[i][0]) sb_printf(sb, "%s%s %s", n++ ? ", " : " fns(", what[i], name[i]);
+  if (n) sb_puts(sb, ")");
+}
+
 void th_program_print(const th_program *p, char **sb, int depth) {
   char ind[64];
   int d = depth * 4 < 60 ? depth * 4 : 60;
@@ -277,6 +289,8 @@ void th_program_print(const th_program *p, char **sb, int depth) {
     if (t->kind == TH_KERNEL || t->kind == TH_MATMUL)
       sb_printf(sb, " [%s %s n=%lld grain=%lld]", t->emitter ? t->emitter : "?", t->sym,
                 (long long)t->parallel_n, (long long)t->grain);
+    if (t->kind == TH_MATMUL && t->matmul)   /* the plan's functions, as the dumped .ll names them */
+      th_matmul_fns(sb, t->matmul);
     if (t->kind == TH_EVAL)
       sb_printf(sb, " [%s: %s]", t->runtime_op ? "runtime op" : t->emit_error ? "EMITTER ERROR" : "fallback", t->why);
     th_locs(sb, "in", t->args);

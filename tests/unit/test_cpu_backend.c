@@ -418,6 +418,65 @@ static void test_inplace_elementwise_runs(void **state) {
   hj_ctx_destroy(ref);
 }
 
+/* A matmul thunk's line in thunks.txt names the plan's functions (ukr, gemv, epi) as the
+   dumped LLVM IR names them after the code cache renamed the module: each named function is
+   defined in the dumped .opt.ll (the thunk's own symbol names the plan, no function). */
+static void test_dump_names_matmul_functions(void **state) {
+  char dir[] = "/tmp/hlojit_cpu_mmdumpXXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hj_ctx_options_t o;
+  hj_ctx_options_init(&o);
+  o.backend = HJ_BACKEND_CPU;
+  o.dump_dir = dir;
+  o.cache_dir = "off";   /* compiled here, so the IR is dumped (a disk hit dumps none) */
+  hj_ctx_t *ctx = NULL;
+  if (hj_ctx_create(&o, &ctx) != HJ_OK) fail_msg("hj_ctx_create failed");
+  hlo_module *m = cb_parse(ctx, "HloModule mv\nENTRY e {\n  x = f32[1,64] parameter(0)\n"
+                                "  w = f32[64,32] parameter(1)\n  b = f32[1,32] parameter(2)\n"
+                                "  d = f32[1,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                                "  ROOT r = f32[1,32] add(d, b)\n}\n");
+  hj_exec_t *e = NULL;
+  CHECK_OK(ctx, hj_compile_module(ctx, m, &e));
+  hj_exec_destroy(e);
+  char *thunks = NULL, *ir = NULL;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    size_t n = 0;
+    if (strstr(de->d_name, "thunks.txt")) thunks = tu_read_file(p, &n);
+    else if (strstr(de->d_name, ".opt.ll")) ir = tu_read_file(p, &n);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+  assert_non_null(thunks);
+  assert_non_null(ir);
+  const char *f = strstr(thunks, " fns(");
+  if (!f) fail_msg("no fns(...) on the matmul thunk:\n%s", thunks);
+  const char *end = strchr(f, ')'), *kinds[] = { "gemv ", "epi " };
+  assert_non_null(end);
+  for (int k = 0; k < 2; k++) {
+    const char *at = strstr(f, kinds[k]);
+    if (!at || at > end) fail_msg("no %sfunction in '%.*s'", kinds[k], (int)(end - f + 1), f);
+    at += strlen(kinds[k]);
+    size_t len = strcspn(at, ",)");
+    char def[200];
+    snprintf(def, sizeof def, "@%.*s(", (int)len, at);
+    const char *in_ir = strstr(ir, def);
+    if (!in_ir) fail_msg("%s is not in the dumped IR", def);
+    const char *line = in_ir;
+    while (line > ir && line[-1] != '\n') line--;
+    if (strncmp(line, "define", 6)) fail_msg("%s: first use is not its definition", def);
+  }
+  free(thunks);
+  free(ir);
+  hj_module_destroy(m);
+  hj_ctx_destroy(ctx);
+}
+
 /* ---- API integration and dumps -------------------------------------------------------- */
 
 static void test_backends_and_dumps(void **state) {
@@ -489,6 +548,7 @@ int main(void) {
     cmocka_unit_test(test_buffer_inplace_elementwise),
     cmocka_unit_test(test_inplace_elementwise_runs),
     cmocka_unit_test(test_backends_and_dumps),
+    cmocka_unit_test(test_dump_names_matmul_functions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
