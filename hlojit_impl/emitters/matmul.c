@@ -628,7 +628,7 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
   /* gemv_cols: the driver's column splits are multiples of it; for gemvt also the rows of
      B^T read side by side (logits, 768 x 50304: 8 rows read B at 0.90 of the bandwidth on
      1 thread, 4 rows at 1.02; GPT-2 124M decode on Zen 4, 1 thread, its transposed gemv the
-     fc projection: a block took 1.39-1.70 ms with 8 rows, 1.46-1.64 with 4, 3 runs each) */
+     fc projection: a block took 1.39-1.70 ms with 8 rows, 1.46-1.64 with 4, 5 runs each) */
   p->gemv_cols = p->rhs_transposed ? 4 : 4 * vw;
   /* B normal: K in 4 blocks of gemv_kb rows (at least 64), each block's partial y summed
      in block order afterwards; fixed by the shape alone, so the bits do not depend on the

@@ -1,13 +1,14 @@
 /* cpu_testutil.h — shared by test_cpu_backend.c and test_cpu_modules.c: contexts for a
    given backend, deterministic inputs for a module's signature, compile-and-run, a
    tolerance-aware comparison of two buffers, and the .hlo files of a directory (the shared
-   HLO corpus or the JAX fixtures). Include after testutil.h. Everything is static inline, so
+   HLO corpus or the JAX fixtures), reading and removing a dump directory. Include after testutil.h. Everything is static inline, so
    a test file may use any part of it. */
 #ifndef HLOJIT_CPU_TESTUTIL_H
 #define HLOJIT_CPU_TESTUTIL_H
 #include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static inline hj_ctx_t *cb_ctx(hj_backend_t b, int threads, const char *dump) {
   hj_ctx_options_t o;
@@ -180,6 +181,36 @@ static inline const char *cb_corpus_dir(void) {
   struct stat st;
   if (stat(buf, &st) == 0) return buf;
   return "../shared/hlo-corpus";
+}
+
+/* A dump directory (hj_ctx_options.dump_dir): the text of the first file whose name
+   contains |part| (free it), or NULL; and the directory removed with everything in it. */
+static inline char *cb_dump_read(const char *dir, const char *part) {
+  DIR *d = opendir(dir);
+  if (!d) return NULL;
+  char *t = NULL;
+  for (struct dirent *e; !t && (e = readdir(d));)
+    if (e->d_name[0] != '.' && strstr(e->d_name, part)) {
+      char p[4096 + 256];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      size_t n = 0;
+      t = tu_read_file(p, &n);
+    }
+  closedir(d);
+  return t;
+}
+
+static inline void cb_dump_remove(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char p[4096 + 256];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
 }
 
 /* Every .hlo file of |dir| (sorted), as malloc'd paths in an stb_ds array. */

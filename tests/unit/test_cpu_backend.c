@@ -438,20 +438,8 @@ static void test_dump_names_matmul_functions(void **state) {
   hj_exec_t *e = NULL;
   CHECK_OK(ctx, hj_compile_module(ctx, m, &e));
   hj_exec_destroy(e);
-  char *thunks = NULL, *ir = NULL;
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    size_t n = 0;
-    if (strstr(de->d_name, "thunks.txt")) thunks = tu_read_file(p, &n);
-    else if (strstr(de->d_name, ".opt.ll")) ir = tu_read_file(p, &n);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
+  char *thunks = cb_dump_read(dir, "thunks.txt"), *ir = cb_dump_read(dir, ".opt.ll");
+  cb_dump_remove(dir);
   assert_non_null(thunks);
   assert_non_null(ir);
   const char *f = strstr(thunks, " fns(");
@@ -516,16 +504,7 @@ static void test_backends_and_dumps(void **state) {
     closedir(d);
     if (!found) fail_msg("no *%s in %s", want[k], dir);
   }
-  DIR *d = opendir(dir);                       /* the rest (LLVM IR, module text) */
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
+  cb_dump_remove(dir);                         /* the rest (LLVM IR, module text) */
   hj_module_destroy(m);
   hj_ctx_destroy(ctx);
   ctx = cb_ctx(HJ_BACKEND_INTERP, 0, NULL);     /* INTERP stays the evaluator */
