@@ -14,7 +14,8 @@
        cblas_sgemm's on 1024^3 (row-major, no transposes). Goal (issue 13): >= 0.75 of it
        at T = 64, >= 0.85 at T = 256.
      decode at context 256: after a prefill of 255 tokens, the step feeding position 255
-       (the attention spans 256 positions, cache bucket Tc = 256), repeated with
+       (the attention spans 256 positions, cache bucket Tc = 256: the prefill of 255 before
+       the steps sizes the cache so; the run fails otherwise), repeated with
        gpt2_session_rewind(255) before each. Bound = the bytes a step must read, every
        parameter except the wpe rows it does not use (all of wte as the lm_head, all of
        each block), at the read bandwidth: a read-only streaming sum over 4 x 128 MiB
@@ -30,7 +31,11 @@
    matrices and the lm_head in bf16, the vectors in f32 (the embedding's wte stays f32, of
    which a step reads one row).
    Beside them, per thread count, "OpenBLAS*": the same prefills' matmuls alone through
-   cblas_sgemm (blas_forward_once), against the same bound.
+   cblas_sgemm (blas_forward_once), against the same bound; and in its decode columns
+   "weights*": the step's weight bytes alone, read as plain sums in the step's order with a
+   join after each matrix (wt_once), against the same bound. The line after the table
+   divides weights* by each f32 decode step: how close the step comes to only reading its
+   weights, whatever the single-stream yardstick says.
    Every measurement is the best of several runs, the runs of all kinds taking turns over
    rounds, so a busy spell of a shared machine hits all of them; read the ratios (and the
    load line at the end: other processes' share of the CPU during the run).
@@ -39,6 +44,7 @@
    Exit status 1 if a run fails (not if a goal is missed: it prints the ratios). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +174,8 @@ struct rd_pool {
   pthread_barrier_t go, done;
   const float *p;
   int nt, quit;
+  int steps;                /* 0: read |p| (RD_N floats); 1: the decode step's pieces */
+  _Atomic int arrived, sense;  /* the spinning join between two chunks of a step */
   double sums[8];
 };
 
@@ -199,14 +207,20 @@ static double rd_sum(const float *p, int64_t n) {
          : __builtin_cpu_supports("avx2")  ? rd_sum_avx2(p, n) : rd_sum_base(p, n);
 }
 
+static void wt_read(rd_pool *p, int i);
+
 static void *rd_worker(void *u) {
   rd_arg *a = u;
   rd_pool *p = a->pool;
   for (;;) {
     pthread_barrier_wait(&p->go);
     if (p->quit) return NULL;
-    int64_t per = RD_N / p->nt;
-    p->sums[a->i] += rd_sum(p->p + per * a->i, per);
+    if (p->steps) {
+      wt_read(p, a->i);
+    } else {
+      int64_t per = RD_N / p->nt;
+      p->sums[a->i] += rd_sum(p->p + per * a->i, per);
+    }
     pthread_barrier_wait(&p->done);
   }
 }
@@ -254,6 +268,60 @@ static double rd_once(rd_pool *p) {
     pthread_barrier_wait(&p->go);
     pthread_barrier_wait(&p->done);
   }
+  return bench_now() - t0;
+}
+
+/* The decode step's weights alone ("weights*"): the bytes of the bound (every matrix and
+   vector of the 12 blocks, lnf, one wpe row, wte as the lm_head) in a copy of their own
+   (huge-page memory, 495 MB), read as plain streaming sums in the step's order: per layer
+   qkvw, attprojw, fcw, fcprojw, then the layer's 13 vectors as one piece; then lnf, the
+   wpe row and wte. Each piece is split evenly over the threads, which meet at a spinning
+   join after it before starting the next (as the step's matmuls join in hlojit's pool,
+   whose idle threads spin too). One timing = one pass over all 12 x 5 + 1 pieces. It is
+   what a step that did nothing but read each weight once, one matrix at a time, takes on
+   the machine at hand: its ratio against the 512 MiB single-stream yardstick says how much
+   of the decode bound a step's shape allows at all. */
+enum { WT_PIECES = 5 * L + 1 };
+static float *g_wt_mem;
+static int64_t g_wt_len[WT_PIECES]; /* floats; the pieces lie in a row in g_wt_mem */
+
+static int64_t wt_layout(void) {
+  const int64_t c2 = (int64_t)C * C;
+  const int64_t per_layer[5] = {3 * c2, c2, 4 * c2, 4 * c2, 13 * C};
+  int64_t n = 0;
+  for (int l = 0; l < L; l++)
+    for (int j = 0; j < 5; j++) n += g_wt_len[5 * l + j] = per_layer[j];
+  return n + (g_wt_len[5 * L] = (int64_t)VP * C + 3 * C); /* lnf w, b, the wpe row, wte */
+}
+
+static void wt_join(rd_pool *p, int *sense) {
+  int s = *sense = !*sense;
+  if (atomic_fetch_add(&p->arrived, 1) == p->nt - 1) {
+    atomic_store(&p->arrived, 0);
+    atomic_store(&p->sense, s);
+  } else {
+    while (atomic_load_explicit(&p->sense, memory_order_acquire) != s) continue; /* spin */
+  }
+}
+
+static void wt_read(rd_pool *p, int i) {
+  int sense = atomic_load(&p->sense);
+  const float *at = g_wt_mem;
+  for (int k = 0; k < WT_PIECES; k++) {
+    int64_t per = g_wt_len[k] / p->nt;
+    p->sums[i] += rd_sum(at + per * i, per);
+    at += g_wt_len[k];
+    wt_join(p, &sense);
+  }
+}
+
+/* One timed pass over the step's pieces. Returns seconds. */
+static double wt_once(rd_pool *p) {
+  double t0 = bench_now();
+  p->steps = 1;
+  pthread_barrier_wait(&p->go);
+  pthread_barrier_wait(&p->done);
+  p->steps = 0;
   return bench_now() - t0;
 }
 
@@ -375,10 +443,13 @@ int main(int argc, char **argv) {
   gpt2_weights *w = random_weights();
   gpt2_weights *w16 = w ? bf16_weights(w, g_nparams) : NULL;
   g_rd_mem = big_alloc(sizeof(float) * (size_t)RD_N * RD_CHUNKS);
+  int64_t wt_n = wt_layout();
+  g_wt_mem = big_alloc(sizeof(float) * (size_t)wt_n);
   g_a = malloc(4u << 20), g_b = malloc(4u << 20), g_c = malloc(4u << 20);
-  if (!w || !w16 || !g_rd_mem || !g_a || !g_b || !g_c || blas_forward_alloc()) return 1;
+  if (!w || !w16 || !g_rd_mem || !g_wt_mem || !g_a || !g_b || !g_c || blas_forward_alloc()) return 1;
   uint32_t r = 7;
   fill(g_rd_mem, (int64_t)RD_N * RD_CHUNKS, 0, 1, &r);
+  fill(g_wt_mem, wt_n, 0, 1, &r);
   fill(g_a, 1 << 20, 0, 1, &r);
   fill(g_b, 1 << 20, 0, 1, &r);
   printf("GPT-2 124M shape (L=%d C=%d NH=%d V=%d), random f32 weights (out, in), CPU backend\n",
@@ -400,7 +471,7 @@ int main(int argc, char **argv) {
   runner run[NV][2];
   memset(run, 0, sizeof run);
   rd_pool pool[2];
-  double t_gemm[2], t_rd[2], t_pf[NV][2][2], t_dec[NV][2], comp[2], t_blas[2][2];
+  double t_gemm[2], t_rd[2], t_pf[NV][2][2], t_dec[NV][2], comp[2], t_blas[2][2], t_wt[2];
   for (int t = 0; t < nthr; t++) {
     for (int v = 0; v < NV; v++) {
       gpt2_session_opts o;
@@ -427,7 +498,7 @@ int main(int argc, char **argv) {
     gpt2_session_stats st;
     gpt2_session_get_stats(run[0][t].s, &st);
     comp[t] = st.compile_s;
-    t_gemm[t] = t_rd[t] = t_blas[t][0] = t_blas[t][1] = 1e30;
+    t_gemm[t] = t_rd[t] = t_blas[t][0] = t_blas[t][1] = t_wt[t] = 1e30;
   }
   for (int round = 0; round < rounds; round++)
     for (int t = 0; t < nthr; t++) {
@@ -442,8 +513,10 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 2; k++) keep_min(&t_pf[v][t][1], prefill_once(x, 256));
         prefill_once(x, 255);
       }
-      for (int k = 0; k < 10; k++)
+      for (int k = 0; k < 10; k++) { // each between steps that read other memory: from DRAM
         for (int v = 0; v < NV; v++) keep_min(&t_dec[v][t], decode_once(&run[v][t]));
+        keep_min(&t_wt[t], wt_once(&pool[t]));
+      }
       for (int k = 0; k < 3; k++) keep_min(&t_rd[t], rd_once(&pool[t]));
     }
   int bad = 0;
@@ -465,14 +538,22 @@ int main(int argc, char **argv) {
       bad |= run[v][t].bad;
     }
   for (int t = 0; t < nthr; t++) {
-    double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9;
-    double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9);
-    printf("%-10s %3d | %10.1f %9s | %8.2f %9.2f %7.2f          | %9.2f %9.2f %7.2f          |\n",
+    double gf = 2.0 * 1024 * 1024 * 1024 / t_gemm[t] / 1e9, gbs = 4.0 * RD_N * RD_READS / t_rd[t] / 1e9;
+    double b0 = flops[0] / (gf * 1e9), b1 = flops[1] / (gf * 1e9), bd = bytes / (gbs * 1e9);
+    printf("%-10s %3d | %10.1f %9s | %8.2f %9.2f %7.2f          | %9.2f %9.2f %7.2f          | "
+           "%6.2f %9.2f %7.2f\n",
            "OpenBLAS*", threads[t], gf, "", t_blas[t][0] * 1e3, b0 * 1e3, b0 / t_blas[t][0],
-           t_blas[t][1] * 1e3, b1 * 1e3, b1 / t_blas[t][1]);
+           t_blas[t][1] * 1e3, b1 * 1e3, b1 / t_blas[t][1], t_wt[t] * 1e3, bd * 1e3, bd / t_wt[t]);
   }
-  printf("(* the same forward's matmuls alone through cblas_sgemm, weights from memory, nothing"
-         " else timed: the ratio a forward built on OpenBLAS could reach at best)\n");
+  printf("(* prefill: the same forward's matmuls alone through cblas_sgemm, weights from memory,"
+         " nothing else timed: the ratio a forward built on OpenBLAS could reach at best;"
+         " decode: the step's weight bytes alone, read as plain sums in its order, one join per"
+         " matrix: the ratio a step that only read its weights could reach)\n");
+  printf("decode against that (weights* ms / step ms):");
+  for (int v = 0; v < NV; v++)
+    for (int t = 0; t < nthr; t++)
+      if (v != 2) printf("  %s %d thr %.2f", v ? "as stored" : "kernel", threads[t], t_wt[t] / t_dec[v][t]);
+  printf("\n");
   printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
          " every matrix as llm.c stores it, (out, in), the head reading wte; bf16 = the weights"
          " rounded to bf16, kernel layouts, matrices kept in bf16)\n");
@@ -480,6 +561,16 @@ int main(int argc, char **argv) {
          "row); decode reads %.1f MB of weights, %.1f MB with bf16 matrices (+ %.1f MB of KV "
          "cache, not in the bound)\n",
          flops[0] / 1e9, flops[1] / 1e9, bytes / 1e6, bytes16 / 1e6, kv_bytes / 1e6);
+  for (int t = 0; t < nthr; t++) // decode_once comes after prefill_once(255) in every round
+    for (int v = 0; v < NV; v++) {
+      gpt2_session_stats st;
+      gpt2_session_get_stats(run[v][t].s, &st);
+      if (st.cache_entries != 256) {
+        printf("!! %s %d thr: the decode ran with a cache of %d entries, not 256\n",
+               v == 2 ? "bf16" : v ? "as stored" : "kernel", threads[t], st.cache_entries);
+        bad = 1;
+      }
+    }
   printf("compile (all buckets, s): ");
   for (int t = 0; t < nthr; t++) printf("%d thr %.2f  ", threads[t], comp[t]);
   printf("\n!! marks a ratio under its goal. ");
@@ -491,6 +582,7 @@ int main(int argc, char **argv) {
   free(g_params);
   free(g_params16);
   free(g_rd_mem);
+  free(g_wt_mem);
   free(g_a), free(g_b), free(g_c);
   blas_forward_free();
   return bad;

@@ -19,6 +19,8 @@
 #                   clear error under ASan+UBSan
 #   test-gpt2-unit  tests/gpt2/test_gpt2_api.c (cmocka, ASan+UBSan): the C API in-process;
 #                   tests/gpt2/test_gpt2_sample.c: the sampler's generator and distributions
+#   test-gpt2-session tests/gpt2/test_gpt2_session.c (cmocka, ASan+UBSan): the session's
+#                   KV cache buckets, in-process; needs the top-level Makefile
 #   test-gpt2-gen   tests/gpt2/test_gpt2_gen.py: build/gpt2 layer by layer against a NumPy
 #                   GPT-2 (random checkpoints in three formats, every graph split, both
 #                   backends, the 124M shape unless HLOJIT_GPT2_124M=0), its command
@@ -106,8 +108,9 @@ test-gpt2-unit: $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample
 	ASAN_OPTIONS=detect_leaks=1 GPT2_DATA=$(GPT2_DIR)/data $(B)/asan/tests/test_gpt2_api
 	ASAN_OPTIONS=detect_leaks=1 $(B)/asan/tests/test_gpt2_sample
 
-# test-gpt2-gen needs the gpt2 program, so the top-level Makefile (libhlojit.a).
-GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights $(if $(LIB_OBJ),test-gpt2-gen)
+# test-gpt2-session and test-gpt2-gen need libhlojit.a, so the top-level Makefile.
+GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights \
+               $(if $(LIB_OBJ),test-gpt2-session test-gpt2-gen)
 
 test-gpt2:
 	@fail=0; for t in $(GPT2_SUITES); do \
@@ -144,8 +147,18 @@ $(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h $(B)/$(GPT2_DIR)/se
 bench-gpt2: $(B)/bench/bench_gpt2
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_gpt2
 
-# ---- tests of the program, and the demo --------------------------------------------------
-.PHONY: test-gpt2-gen gpt2-demo
+# ---- tests of the session (in-process) and of the program, and the demo --------------------
+.PHONY: test-gpt2-session test-gpt2-gen gpt2-demo
+$(B)/asan/tests/test_gpt2_session: tests/gpt2/test_gpt2_session.c $(GPT2_HDRS) \
+                                   $(B)/asan/$(GPT2_DIR)/session.o $(B)/asan/$(GPT2_DIR)/model.o \
+                                   $(B)/asan/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPT2_SANFLAGS) -O1 -I$(GPT2_DIR) $< $(filter %.o %.a,$^) -o $@ -lcmocka \
+	  $(LDLIBS)
+
+test-gpt2-session: $(B)/asan/tests/test_gpt2_session
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $<
+
 test-gpt2-gen: gpt2
 	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gen.py
 

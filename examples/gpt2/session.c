@@ -336,14 +336,19 @@ static int pow2_bucket(int need, int lo, int hi) {
   return b < hi ? b : hi;
 }
 
-/* Makes the cache hold at least |need| entries (keeping positions 0..len-1). */
-static int cache_reserve(gpt2_session *s, int need, gpt2_err *err) {
-  if (need <= s->Tc) return 0;
+/* Makes the cache hold at least |need| entries (keeping positions 0..len-1). With |fit|
+   (a prefill, which replaces the whole cache), a larger cache is also made |need|'s
+   bucket again: a decode step reads the whole bucket (the attention masks what lies past
+   the position), so a short prompt after a long one would otherwise read the long one's
+   cache on every step. */
+static int cache_reserve(gpt2_session *s, int need, bool fit, gpt2_err *err) {
+  if (need <= s->Tc && !fit) return 0;
   const int L = s->cfg.L, NH = s->cfg.NH, hs = s->cfg.C / NH, len = s->len;
   // A cache that is small at full length (it stays in the last-level cache) is made full
   // length at once: one decode compile instead of one per bucket.
   double full = 8.0 * L * s->cfg.C * s->cfg.max_T;
   int Tc = full <= GPT2_SMALL_CACHE ? s->cfg.max_T : pow2_bucket(need, 64, s->cfg.max_T);
+  if (Tc == s->Tc || (Tc < s->Tc && !fit)) return 0;
   for (int l = 0; l < L; l++) {
     hj_buffer_t *k, *v;
     if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(NH, hs, Tc), &k)) return hj_fail(s, err, "KV cache");
@@ -511,7 +516,7 @@ int gpt2_session_prefill(gpt2_session *s, const int32_t *ids, int n, const float
   // The ids at their real length for the JIT (it pads), else padded to the bucket here.
   int T = s->o.prefill_jit ? n : pow2_bucket(n, 16, c->max_T);
   s->len = 0;
-  if (cache_reserve(s, n < c->max_T ? n + 1 : n, err)) return -1;
+  if (cache_reserve(s, n < c->max_T ? n + 1 : n, true, err)) return -1;
   int32_t *pad = calloc((size_t)T, sizeof *pad);
   if (!pad) return gpt2_errf(err, "out of memory");
   memcpy(pad, ids, sizeof *pad * (size_t)n);
@@ -536,7 +541,7 @@ int gpt2_session_decode(gpt2_session *s, int32_t id, const float **logits, gpt2_
   if (id < 0 || id >= c->V)
     return gpt2_errf(err, "decode: token id %d out of range [0, %d)", (int)id, c->V);
   double t0 = now_s(), c0 = s->stats.compile_s;
-  if (cache_reserve(s, s->len + 1, err)) return -1;
+  if (cache_reserve(s, s->len + 1, false, err)) return -1;
   *(int32_t *)hj_buffer_host_ptr(s->id1) = id;
   *(int32_t *)hj_buffer_host_ptr(s->pos) = s->len;
   if (run_stages(s, GPT2_DECODE, 1, 1, s->id1, logits, err)) return -1;
@@ -554,6 +559,7 @@ void gpt2_session_rewind(gpt2_session *s, int n) {
 
 void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out) {
   *out = s->stats;
+  out->cache_entries = s->Tc;
   for (int i = 0; i < s->n_exe; i++) { // the prefill JITs' own counts
     hj_jit_stats_t js;
     if (!s->exe[i]->jit || hj_jit_stats(s->exe[i]->jit, &js)) continue;

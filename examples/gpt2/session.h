@@ -32,7 +32,10 @@
    0..length-1. A decode step's graph writes its position's key and value into them in
    place (the caches are donated: outputs aliasing the inputs, model.h); the prefill's k
    and v outputs (their real rows) are copied in on the host, once per prompt, as are the
-   filled rows when the cache grows into a bigger bucket.
+   filled rows when the cache grows into a bigger bucket. A prefill, which replaces the
+   cache, also remakes it at its own bucket when the cache is bigger: a decode step reads
+   its whole bucket, so a short prompt after a long one would otherwise pay for the long
+   one on every step.
 
    WEIGHTS. Each tensor becomes an hj_buffer: by default a copy, in the layout LAYOUTS
    says, in hlojit's 2 MiB-aligned, huge-page-advised memory. A bf16 checkpoint's matrices
@@ -116,7 +119,8 @@ int gpt2_session_create(const gpt2_weights *w, const gpt2_session_opts *o,
 void gpt2_session_free(gpt2_session *s);
 
 /* Runs |n| ids (1 <= n <= maxT, each in [0, V)) at positions 0..n-1, replacing whatever
-   the cache held. *logits: the V logits of the last position, valid until the next call. */
+   the cache held. *logits: the V logits of the last position, valid until the next call.
+   The cache is then the bucket of n + 1 positions (KV CACHE), even if it was bigger. */
 int gpt2_session_prefill(gpt2_session *s, const int32_t *ids, int n, const float **logits,
                          gpt2_err *err);
 /* Feeds |id| at position gpt2_session_length() (< maxT) and appends it to the cache. */
@@ -139,6 +143,7 @@ typedef struct gpt2_session_stats {
   double prefill_s, decode_s; /* run time of prefills / decode steps, compiles excluded */
   int64_t prefill_tokens, decode_tokens;
   hj_backend_t backend; /* of the last executable compiled */
+  int cache_entries;    /* positions the KV cache has room for now (its bucket; 0: none) */
 } gpt2_session_stats;
 void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out);
 

@@ -1,0 +1,169 @@
+/* test_gpt2_session.c — cmocka tests of the GPT-2 session's KV cache buckets (session.h,
+   KV CACHE), in-process on the CPU backend, built with ASan+UBSan by
+   `make test-gpt2-session`. The model: random weights of a small config made here
+   (L = 3, C = 64, maxT = 8192, so that its full cache, 12 MiB, is over the 8 MiB under
+   which a session makes the cache full length at once and buckets are used).
+   Checked: a prefill makes the cache its own bucket, smaller than before too, and a
+   decode step then gives the bits a fresh session gives; rewind keeps the bucket; a decode
+   step that crosses a bucket's end grows the cache with the filled positions kept (its
+   logits agree with a prefill of the same ids). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "session.h"
+
+enum { L = 3, NH = 2, C = 64, V = 100, VP = 128, MAXT = 8192 };
+
+static float *g_params;
+static gpt2_weights g_w;
+static gpt2_layer g_layer[L];
+
+static uint32_t g_rng = 12345;
+static float uniform(double base, double scale) {
+  g_rng = g_rng * 1664525u + 1013904223u;
+  return (float)(base + scale * ((double)(g_rng >> 8) / (1 << 24) * 2.0 - 1.0));
+}
+
+static gpt2_tensor view(float **cur, const char *name, int64_t d0, int64_t d1, gpt2_layout lay,
+                        double base, double scale) {
+  gpt2_tensor t = {.data = *cur, .dtype = GPT2_F32, .ndim = d1 ? 2 : 1, .shape = {d0, d1},
+                   .layout = lay};
+  snprintf(t.name, sizeof t.name, "%s", name);
+  for (int64_t i = 0; i < d0 * (d1 ? d1 : 1); i++) (*cur)[i] = uniform(base, scale);
+  *cur += d0 * (d1 ? d1 : 1);
+  return t;
+}
+
+static int setup_weights(void **state) {
+  int64_t n = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C + (int64_t)L * (12 * C * C + 13 * C);
+  g_params = malloc(sizeof *g_params * (size_t)n);
+  if (!g_params) return -1;
+  float *p = g_params;
+  g_w.cfg = (gpt2_config){.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
+  g_w.wte = view(&p, "wte", VP, C, GPT2_ROWS, 0, 0.3);
+  g_w.wpe = view(&p, "wpe", MAXT, C, GPT2_ROWS, 0, 0.1);
+  for (int l = 0; l < L; l++) {
+    gpt2_layer *y = &g_layer[l];
+    y->ln1w = view(&p, "ln1w", C, 0, GPT2_VECTOR, 1, 0.1);
+    y->ln1b = view(&p, "ln1b", C, 0, GPT2_VECTOR, 0, 0.02);
+    y->qkvw = view(&p, "qkvw", 3 * C, C, GPT2_OUT_IN, 0, 0.2);
+    y->qkvb = view(&p, "qkvb", 3 * C, 0, GPT2_VECTOR, 0, 0.02);
+    y->attprojw = view(&p, "attprojw", C, C, GPT2_OUT_IN, 0, 0.1);
+    y->attprojb = view(&p, "attprojb", C, 0, GPT2_VECTOR, 0, 0.02);
+    y->ln2w = view(&p, "ln2w", C, 0, GPT2_VECTOR, 1, 0.1);
+    y->ln2b = view(&p, "ln2b", C, 0, GPT2_VECTOR, 0, 0.02);
+    y->fcw = view(&p, "fcw", 4 * C, C, GPT2_OUT_IN, 0, 0.2);
+    y->fcb = view(&p, "fcb", 4 * C, 0, GPT2_VECTOR, 0, 0.02);
+    y->fcprojw = view(&p, "fcprojw", C, 4 * C, GPT2_OUT_IN, 0, 0.1);
+    y->fcprojb = view(&p, "fcprojb", C, 0, GPT2_VECTOR, 0, 0.02);
+  }
+  g_w.lnfw = view(&p, "lnfw", C, 0, GPT2_VECTOR, 1, 0.1);
+  g_w.lnfb = view(&p, "lnfb", C, 0, GPT2_VECTOR, 0, 0.02);
+  g_w.layer = g_layer;
+  *state = &g_w;
+  return 0;
+}
+
+static int teardown_weights(void **state) {
+  free(g_params);
+  return 0;
+}
+
+static gpt2_session *new_session(void) {
+  gpt2_session_opts o;
+  gpt2_session_opts_init(&o);
+  o.backend = HJ_BACKEND_CPU;
+  o.num_threads = 1;
+  gpt2_session *s = NULL;
+  gpt2_err err;
+  if (gpt2_session_create(&g_w, &o, &s, &err)) fail_msg("session: %s", err.msg);
+  return s;
+}
+
+static int cache_entries(const gpt2_session *s) {
+  gpt2_session_stats st;
+  gpt2_session_get_stats(s, &st);
+  return st.cache_entries;
+}
+
+static int32_t g_ids[512];
+
+static void prefill(gpt2_session *s, int n, float *logits) {
+  const float *lg;
+  gpt2_err err;
+  if (gpt2_session_prefill(s, g_ids, n, &lg, &err)) fail_msg("prefill %d: %s", n, err.msg);
+  if (logits) memcpy(logits, lg, sizeof *logits * V);
+}
+
+static void decode(gpt2_session *s, int32_t id, float *logits) {
+  const float *lg;
+  gpt2_err err;
+  if (gpt2_session_decode(s, id, &lg, &err)) fail_msg("decode: %s", err.msg);
+  memcpy(logits, lg, sizeof *logits * V);
+}
+
+/* A prefill makes the cache its bucket again after a longer one; the step after it gives
+   the bits of a fresh session's; rewind keeps the bucket. */
+static void test_prefill_fits_cache(void **state) {
+  for (int i = 0; i < 512; i++) g_ids[i] = (int32_t)((i * 37 + 11) % V);
+  float a[V], b[V];
+  gpt2_session *s = new_session(), *fresh = new_session();
+  prefill(s, 300, NULL);
+  assert_int_equal(cache_entries(s), 512);
+  decode(s, 7, a);
+  prefill(s, 100, NULL);
+  assert_int_equal(cache_entries(s), 128);
+  decode(s, 7, a);
+  prefill(fresh, 100, NULL);
+  assert_int_equal(cache_entries(fresh), 128);
+  decode(fresh, 7, b);
+  assert_memory_equal(a, b, sizeof a);
+  gpt2_session_rewind(s, 50);
+  assert_int_equal(gpt2_session_length(s), 50);
+  assert_int_equal(cache_entries(s), 128);
+  gpt2_session_free(s);
+  gpt2_session_free(fresh);
+}
+
+/* Decode steps across a bucket's end: the cache grows (positions kept), and the step's
+   logits agree with a prefill of the same ids. */
+static void test_decode_grows_cache(void **state) {
+  for (int i = 0; i < 512; i++) g_ids[i] = (int32_t)((i * 53 + 5) % V);
+  float a[V], b[V];
+  gpt2_session *s = new_session();
+  prefill(s, 126, NULL);
+  assert_int_equal(cache_entries(s), 128);
+  decode(s, g_ids[126], a); /* position 126: the bucket's last free entry is 127 */
+  assert_int_equal(cache_entries(s), 128);
+  decode(s, g_ids[127], a); /* position 127 fills it */
+  assert_int_equal(cache_entries(s), 128);
+  decode(s, g_ids[128], a); /* position 128: grows to 256 */
+  assert_int_equal(cache_entries(s), 256);
+  assert_int_equal(gpt2_session_length(s), 129);
+  prefill(s, 129, b);
+  float scale = 0, diff = 0;
+  for (int i = 0; i < V; i++) {
+    scale = fmaxf(scale, fabsf(b[i]));
+    diff = fmaxf(diff, fabsf(a[i] - b[i]));
+  }
+  assert_true(scale > 0);
+  if (diff > 1e-4f * scale) fail_msg("decode vs prefill logits: max diff %g of max %g", diff, scale);
+  gpt2_session_free(s);
+}
+
+int main(void) {
+  setenv("HLOJIT_CACHE_DIR", "off", 1); /* no disk cache written by the tests */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_prefill_fits_cache),
+      cmocka_unit_test(test_decode_grows_cache),
+  };
+  return cmocka_run_group_tests(tests, setup_weights, teardown_weights);
+}
