@@ -340,15 +340,14 @@ static int pow2_bucket(int need, int lo, int hi) {
    (a prefill, which replaces the whole cache), a larger cache is also made |need|'s
    bucket again: a decode step reads the whole bucket (the attention masks what lies past
    the position), so a short prompt after a long one would otherwise read the long one's
-   cache on every step. */
+   cache on every step (|fit| needs len 0: nothing is kept). */
 static int cache_reserve(gpt2_session *s, int need, bool fit, gpt2_err *err) {
-  if (need <= s->Tc && !fit) return 0;
   const int L = s->cfg.L, NH = s->cfg.NH, hs = s->cfg.C / NH, len = s->len;
   // A cache that is small at full length (it stays in the last-level cache) is made full
   // length at once: one decode compile instead of one per bucket.
   double full = 8.0 * L * s->cfg.C * s->cfg.max_T;
   int Tc = full <= GPT2_SMALL_CACHE ? s->cfg.max_T : pow2_bucket(need, 64, s->cfg.max_T);
-  if (Tc == s->Tc || (Tc < s->Tc && !fit)) return 0;
+  if (Tc == s->Tc || (Tc < s->Tc && !fit)) return 0; // already that bucket, or bigger
   for (int l = 0; l < L; l++) {
     hj_buffer_t *k, *v;
     if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(NH, hs, Tc), &k)) return hj_fail(s, err, "KV cache");
