@@ -116,9 +116,9 @@ bench-gpu: $(B)/bench/bench_gpu
 # ---- gpu-bundle: what tools/gpu_check.sh runs on a GPU machine that cannot build hlojit ---
 # (no LLVM 19 there): build/gpu-bundle.tar.xz holds lib/libhlojit.so with LLVM linked in
 # statically (it needs only libc, libstdc++, libz and libzstd — a copy of libzstd and of
-# libcmocka travel with it), bin/ with hlojit, the GPU tests, bench_gpu and the CUDA test
-# double (all with rpath $ORIGIN/../lib), and corpus/ (the shared HLO corpus, which does not
-# travel with the working tree).
+# libcmocka travel with it), bin/ with hlojit, the GPU tests, bench_gpu, gpt2,
+# bench_gpt2_gpu and the CUDA test double (all with rpath $ORIGIN/../lib), and corpus/ (the
+# shared HLO corpus, which does not travel with the working tree).
 GPU_BUNDLE_DIR := $(B)/gpu-bundle
 GPU_BUNDLE_LLVM = $(shell $(LLVM_CONFIG) --link-static --libs core nvptx x86 orcjit passes bitreader linker \
                     analysis target transformutils 2>/dev/null)
@@ -126,13 +126,19 @@ GPU_BUNDLE_ZSTD = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libzstd.so.1 
 GPU_BUNDLE_CMOCKA = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcmocka.so.0 /usr/lib64/libcmocka.so.0))
 GPU_BUNDLE_BINS := tools/hlojit.c tests/unit/test_cuda_gpu_matmul.c tests/unit/test_cuda_gpu_modules.c \
                    bench/bench_gpu.c
+# and two programs of several files (examples/gpt2): gpt2 and bench_gpt2_gpu, which need
+# libpcre2-8 and libcjson (copies travel too)
+GPU_BUNDLE_GPT2 = examples/gpt2/bpe.c examples/gpt2/weights.c examples/gpt2/safetensors.c \
+                  examples/gpt2/gpt2_ds.c examples/gpt2/session.c examples/gpt2/model.c
+GPU_BUNDLE_PCRE = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib64/libpcre2-8.so.0))
+GPU_BUNDLE_CJSON = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcjson.so.1 /usr/lib64/libcjson.so.1))
 GPU_CORPUS ?= $(firstword $(HLOJIT_CORPUS) $(wildcard ../shared/hlo-corpus))
 
 .PHONY: gpu-bundle
 gpu-bundle: $(B)/gpu-bundle.tar.xz
 
 $(B)/gpu-bundle.tar.xz: $(LIB_OBJ) $(GPU_BUNDLE_BINS) $(CUDA_DOUBLE) $(HDRS) $(wildcard tests/unit/*.h) \
-                        tools/gpu_bundle_compat.c
+                        tools/gpu_bundle_compat.c $(wildcard examples/gpt2/*.[ch]) bench/bench_gpt2_gpu.c
 	rm -rf $(GPU_BUNDLE_DIR)
 	mkdir -p $(GPU_BUNDLE_DIR)/lib $(GPU_BUNDLE_DIR)/bin $(GPU_BUNDLE_DIR)/corpus
 	$(CC) -shared -o $(GPU_BUNDLE_DIR)/lib/libhlojit.so $(LIB_OBJ) tools/gpu_bundle_compat.c -fPIC \
@@ -144,6 +150,14 @@ $(B)/gpu-bundle.tar.xz: $(LIB_OBJ) $(GPU_BUNDLE_BINS) $(CUDA_DOUBLE) $(HDRS) $(w
 	  n=$$(basename $$s .c); \
 	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$s -o $(GPU_BUNDLE_DIR)/bin/$$n \
 	    -L$(GPU_BUNDLE_DIR)/lib -lhlojit -l:$$(basename $(GPU_BUNDLE_CMOCKA)) -lm -lpthread -ldl \
+	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
+	done
+	cp $(GPU_BUNDLE_PCRE) $(GPU_BUNDLE_CJSON) $(GPU_BUNDLE_DIR)/lib/
+	for m in examples/gpt2/main.c bench/bench_gpt2_gpu.c; do \
+	  n=$$(basename $$m .c); [ $$n = main ] && n=gpt2; \
+	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$m $(GPU_BUNDLE_GPT2) \
+	    $$([ $$n = gpt2 ] && echo examples/gpt2/sample.c) -o $(GPU_BUNDLE_DIR)/bin/$$n -L$(GPU_BUNDLE_DIR)/lib -lhlojit \
+	    -l:$$(basename $(GPU_BUNDLE_PCRE)) -l:$$(basename $(GPU_BUNDLE_CJSON)) -lm -lpthread -ldl \
 	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
 	done
 	cp $(CUDA_DOUBLE) $(GPU_BUNDLE_DIR)/bin/

@@ -26,10 +26,16 @@
 #                   backends, the 124M shape unless HLOJIT_GPT2_124M=0), its command
 #                   line, broken files through build/asan/gpt2; needs the top-level
 #                   Makefile
+#   test-gpt2-gpu   tests/gpt2/test_gpt2_gpu.py: build/gpt2 --backend cuda on the CUDA test
+#                   double (compiles, no compile per decode step, every PTX through ptxas
+#                   for sm_80 and sm_90) and, on a GPU only, the NumPy comparisons of
+#                   test-gpt2-gen for the bundled model, the small config and the 124M shape
 #   gpt2            $(B)/gpt2 (the program, examples/gpt2/main.c) and $(B)/asan/gpt2
 #   gpt2-demo       runs build/gpt2 on the bundled Shakespeare model (a random-weight model
 #                   until it is there); `make demo` builds everything and runs this
 #   bench-gpt2      bench/bench_gpt2.c: 124M prefill / decode against sgemm and bandwidth
+#   bench-gpt2-gpu  bench/bench_gpt2_gpu.c (MODEL=FILE): prefill / decode on the GPU, CUDA
+#                   graphs against plain launches, decode against the device copy's rate
 #
 # For the gpt2 program: compile GPT2_SRC into it (or link GPT2_OBJ) and add GPT2_LDLIBS.
 # stb_ds comes in under its own names (gpt2_ds.h), so linking libhlojit.a as well is fine.
@@ -110,7 +116,7 @@ test-gpt2-unit: $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample
 
 # test-gpt2-session and test-gpt2-gen need libhlojit.a, so the top-level Makefile.
 GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights \
-               $(if $(LIB_OBJ),test-gpt2-session test-gpt2-gen)
+               $(if $(LIB_OBJ),test-gpt2-session test-gpt2-gen test-gpt2-gpu)
 
 test-gpt2:
 	@fail=0; for t in $(GPT2_SUITES); do \
@@ -147,8 +153,19 @@ $(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h $(B)/$(GPT2_DIR)/se
 bench-gpt2: $(B)/bench/bench_gpt2
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_gpt2
 
+# ---- bench/bench_gpt2_gpu.c: prefill and decode on the CUDA backend (needs a GPU) ----------
+# `make bench-gpt2-gpu MODEL=FILE` (tools/gpu_check.sh makes a 124M-shaped random one).
+.PHONY: bench-gpt2-gpu
+$(B)/bench/bench_gpt2_gpu: bench/bench_gpt2_gpu.c bench/bench_util.h $(GPT2_HDRS) $(GPT2_OBJ) \
+                           $(B)/$(GPT2_DIR)/session.o $(B)/$(GPT2_DIR)/model.o $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter %.c %.o %.a,$^) -o $@ $(GPT2_LDLIBS) $(LDLIBS)
+
+bench-gpt2-gpu: $(B)/bench/bench_gpt2_gpu
+	$(B)/bench/bench_gpt2_gpu --model $(or $(MODEL),$(GPT2_BUNDLED))
+
 # ---- tests of the session (in-process) and of the program, and the demo --------------------
-.PHONY: test-gpt2-session test-gpt2-gen gpt2-demo
+.PHONY: test-gpt2-session test-gpt2-gen test-gpt2-gpu gpt2-demo
 $(B)/asan/tests/test_gpt2_session: tests/gpt2/test_gpt2_session.c $(GPT2_HDRS) \
                                    $(B)/asan/$(GPT2_DIR)/session.o $(B)/asan/$(GPT2_DIR)/model.o \
                                    $(B)/asan/libhlojit.a
@@ -161,6 +178,11 @@ test-gpt2-session: $(B)/asan/tests/test_gpt2_session
 
 test-gpt2-gen: gpt2
 	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gen.py
+
+# The CUDA backend's host side on the CUDA test double (PTX through ptxas), and on a GPU the
+# verification against NumPy (skipped without one).
+test-gpt2-gpu: gpt2 $(CUDA_DOUBLE)
+	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gpu.py
 
 GPT2_BUNDLED := $(GPT2_DIR)/data/shakespeare/model.bin
 GPT2_DEMO_ARGS := --tokens 200 --temperature 0.8 --top-k 40 --seed 1 --stats

@@ -43,7 +43,7 @@ from gpt2_testlib import VOCAB_DIR, report  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 import gpt2 as ref  # noqa: E402
 
-GPT2 = ROOT / "build" / "gpt2"
+GPT2 = pathlib.Path(os.environ.get("HLOJIT_GPT2_BIN", ROOT / "build" / "gpt2"))   # the GPU bundle's: tools/gpu_check.sh
 GPT2_ASAN = ROOT / "build" / "asan" / "gpt2"
 BUNDLED = ROOT / "examples" / "gpt2" / "data" / "shakespeare"
 SMALL = dict(L=2, NH=4, C=64, V=500, Vp=512, maxT=128)

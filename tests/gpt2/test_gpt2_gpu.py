@@ -1,0 +1,174 @@
+"""test_gpt2_gpu.py — build/gpt2 on the CUDA backend: its host side on the CUDA test double
+(no GPU needed; in `make test`), and on a GPU the same verification against NumPy as the
+CPU's (test_gpt2_gen.py).
+
+On the double (tests/cuda_double: the driver's host side is real, kernels never run), for a
+device of compute capability 8.0 and one of 9.0: a prefill and decode steps of the small
+random config and of the bundled model compile for the CUDA backend (--stats says
+backend=cuda), decode steps compile nothing once the first has run (three steps and twelve
+make the same compiles), and every kernel's PTX (HLOJIT_DUMP_TO) is assembled by NVIDIA's
+ptxas for the arch its .target names. Skipped, saying so, without the double
+(build/tests/libcuda_double.so, or $HLOJIT_CUDA_DOUBLE) or without ptxas ($HLOJIT_PTXAS,
+$CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas).
+
+On a GPU (--backend cuda): the bundled model (30 steps), the small config as llm.c f32 and
+as safetensors, and the 124M shape (HLOJIT_GPT2_124M=0 leaves it out), each step's
+embeddings, every block's residual and the logits against tests/reference/gpt2.py within
+the CPU's limits (1e-4 relative, 1e-3 absolute for the logits) and the greedy ids
+identical. Skipped, saying so, where `hlojit run --backend cuda` finds no device. With
+HLOJIT_GPU_TEST_ON_DOUBLE=1 (tools/gpu_check.sh --dry-run) they run on the double instead
+and pass only if the comparison catches the wrong results (no kernel runs there).
+
+$HLOJIT_GPT2_BIN and $HLOJIT_BIN name the gpt2 and hlojit programs (tools/gpu_check.sh
+passes the GPU bundle's); by default build/gpt2 and build/hlojit."""
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+import test_gpt2_gen as gen_tests
+from test_gpt2_gen import BUNDLED, PROMPT, SMALL, STATS, write_model
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GPT2 = gen_tests.GPT2
+HLOJIT = pathlib.Path(os.environ.get("HLOJIT_BIN", ROOT / "build" / "hlojit"))
+DOUBLE = pathlib.Path(os.environ.get("HLOJIT_CUDA_DOUBLE", ROOT / "build" / "tests" / "libcuda_double.so"))
+ON_DOUBLE = os.environ.get("HLOJIT_GPU_TEST_ON_DOUBLE") == "1"
+
+pytestmark = pytest.mark.skipif(not GPT2.exists(), reason=f"skipped: {GPT2} not built (make gpt2)")
+
+
+def ptxas_path():
+    env = os.environ.get("HLOJIT_PTXAS")
+    if env:
+        return env if os.path.exists(env) else None
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and os.path.exists(os.path.join(home, "bin", "ptxas")):
+            return os.path.join(home, "bin", "ptxas")
+    return None
+
+
+def double_env(cc, dump=None):
+    env = dict(os.environ, HLOJIT_CACHE_DIR="off", HLOJIT_LIBCUDA=str(DOUBLE), HLOJIT_LIBCUBLAS=str(DOUBLE),
+               CUDA_DOUBLE_CC_MAJOR=str(cc[0]), CUDA_DOUBLE_CC_MINOR=str(cc[1]))
+    if dump:
+        env["HLOJIT_DUMP_TO"] = str(dump)
+    return env
+
+
+def gpt2(args, env, timeout=600):
+    return subprocess.run([str(GPT2)] + [str(a) for a in args], capture_output=True, text=True,
+                          errors="replace", timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gpt2gpu")
+    return write_model(d, "small", SMALL, 11, ("llmc", "hf"))
+
+
+# ---- the host side, on the double ----------------------------------------------------------
+
+@pytest.mark.skipif(not DOUBLE.exists(), reason=f"skipped: no CUDA test double ({DOUBLE}: make build/tests/libcuda_double.so)")
+@pytest.mark.skipif(ptxas_path() is None, reason="skipped: no ptxas ($HLOJIT_PTXAS, $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas)")
+@pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
+@pytest.mark.parametrize("which", ["small", "bundled"])
+def test_cuda_host_side_on_double(small, tmp_path, cc, which):
+    if which == "bundled":
+        if not (BUNDLED / "model.bin").exists():
+            pytest.skip(f"skipped: no bundled model in {BUNDLED}")
+        model, ids = BUNDLED / "model.bin", "30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46"
+    else:
+        model, ids = small["llmc"], PROMPT
+    compiles = {}
+    for tokens in (3, 12):
+        dump = tmp_path / f"dump{tokens}"
+        r = gpt2(["--model", model, "--ids", ids, "--tokens", tokens, "--greedy", "--backend", "cuda",
+                  "--print-ids", "--stats"], double_env(cc, dump))
+        assert r.returncode == 0, r.stderr[-3000:]
+        m = STATS.search(r.stderr)
+        assert m and "backend=cuda" in r.stderr, r.stderr[-2000:]
+        compiles[tokens] = int(m.group(1))
+        assert len(r.stdout.strip().split(",")) == tokens, r.stdout
+    assert compiles[3] == compiles[12] > 0, f"decode steps compiled again: {compiles}"
+    ptxas = ptxas_path()
+    ptx = sorted((tmp_path / "dump12").glob("*.ptx"))
+    assert len(ptx) >= compiles[12], (compiles, [p.name for p in ptx])
+    want = f"sm_{cc[0]}{cc[1]}"
+    entries = 0
+    for p in ptx:
+        text = p.read_text()
+        t = re.search(r"^\.target\s+(\S+)", text, re.M)
+        assert t and t.group(1).startswith(want), (p.name, t and t.group(1))
+        entries += text.count(".entry")
+        a = subprocess.run([ptxas, f"-arch={t.group(1)}", str(p), "-o", str(tmp_path / "k.cubin")],
+                           capture_output=True, text=True, timeout=300)
+        assert a.returncode == 0, f"ptxas rejected {p.name}: {a.stderr[-2000:]}"
+    gen_tests.report(f"cuda on the double, {which}, {want}: {len(ptx)} PTX modules, {entries} kernels "
+                     f"assembled by ptxas; {compiles[12]} compiles for 3 or 12 steps")
+
+
+# ---- on a GPU (or, for the dry run, on the double, where the comparison must fail) -------
+
+def cuda_device():
+    """None when `hlojit run --backend cuda` runs a one-op module here, else why not."""
+    if ON_DOUBLE:
+        return None
+    if not HLOJIT.exists():
+        return f"{HLOJIT} not built"
+    lib = os.environ.get("HLOJIT_LIBCUDA", "")
+    if "cuda_double" in lib:
+        return f"HLOJIT_LIBCUDA={lib} is the CUDA test double (HLOJIT_GPU_TEST_ON_DOUBLE=1 to run on it)"
+    src = pathlib.Path(tempfile.mkdtemp(prefix="hlojit_probe_")) / "probe.hlo"
+    src.write_text("HloModule probe\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}\n")
+    r = subprocess.run([str(HLOJIT), "run", "--backend", "cuda", "--random-inputs", "1", str(src)],
+                       capture_output=True, text=True, env=dict(os.environ, HLOJIT_CACHE_DIR="off"))
+    return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["no CUDA device"])[-1]
+
+
+NO_GPU = cuda_device()
+gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"skipped: no GPU: {NO_GPU}")
+
+
+def verify_cuda(model, tmp, name, **kw):
+    args = ["--backend", "cuda"]
+    if not ON_DOUBLE:
+        return gen_tests.verify(model, args, tmp, name=f"{name}, cuda", **kw)
+    # no kernel runs on the double: the comparison must catch it
+    env = double_env((9, 0))
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        with pytest.raises(AssertionError):
+            gen_tests.verify(model, args, tmp, name=f"{name}, cuda on the double", **kw)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    gen_tests.report(f"verify {name}, cuda on the double: the comparison failed, as it must")
+
+
+@gpu
+def test_cuda_verify_bundled(tmp_path):
+    if not (BUNDLED / "model.bin").exists():
+        pytest.skip(f"skipped: no bundled model in {BUNDLED}")
+    verify_cuda(BUNDLED / "model.bin", tmp_path, "bundled", tokens=30, ids="30,31,32,33,34")
+
+
+@gpu
+@pytest.mark.parametrize("fmt", ["llmc", "hf"])
+def test_cuda_verify_small(small, tmp_path, fmt):
+    verify_cuda(small[fmt], tmp_path, f"small {fmt}", ref_model=small["llmc"])
+
+
+@gpu
+@pytest.mark.skipif(os.environ.get("HLOJIT_GPT2_124M") == "0",
+                    reason="skipped: HLOJIT_GPT2_124M=0 (the 124M-shaped check writes a 500 MB checkpoint)")
+def test_cuda_verify_124m(tmp_path):
+    m = os.environ.get("HLOJIT_GPT2_124M_MODEL")   # tools/gpu_check.sh makes one for the benchmark too
+    if not m:
+        cfg = dict(L=12, NH=12, C=768, V=50257, Vp=50304, maxT=1024)
+        m = write_model(tmp_path, "124m", cfg, 1234)["llmc"]
+    verify_cuda(pathlib.Path(m), tmp_path, "124M shape", ids="464,3290,318,257,3797,13")
