@@ -183,7 +183,7 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
              $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
-             $(B)/asan/tests/test_gpt2_session $(CUDA_DOUBLE)
+             $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE)
 
 # The suites run with the disk cache off (HLOJIT_CACHE_DIR=off): a test must compile what it
 # checks; the cache tests choose their own directories.

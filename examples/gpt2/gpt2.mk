@@ -26,6 +26,10 @@
 #                   backends, the 124M shape unless HLOJIT_GPT2_124M=0), its command
 #                   line, broken files through build/asan/gpt2; needs the top-level
 #                   Makefile
+#   test-gpt2-emu   tests/gpt2/test_gpt2_emu.c (cmocka): GPT-2's graphs (prefill, decode, a
+#                   block or the whole model, both matrix layouts) by the CUDA backend's
+#                   emitters on the GPU emulator (tests/unit/cuda_emu.h) against the
+#                   evaluator; not under ASan
 #   test-gpt2-gpu   tests/gpt2/test_gpt2_gpu.py: build/gpt2 --backend cuda on the CUDA test
 #                   double (compiles, no compile per decode step, every PTX through ptxas
 #                   for sm_80 and sm_90) and, on a GPU only, the NumPy comparisons of
@@ -116,7 +120,7 @@ test-gpt2-unit: $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample
 
 # test-gpt2-session and test-gpt2-gen need libhlojit.a, so the top-level Makefile.
 GPT2_SUITES := test-gpt2-unit test-gpt2-tok test-gpt2-weights \
-               $(if $(LIB_OBJ),test-gpt2-session test-gpt2-gen test-gpt2-gpu)
+               $(if $(LIB_OBJ),test-gpt2-session test-gpt2-gen test-gpt2-emu test-gpt2-gpu)
 
 test-gpt2:
 	@fail=0; for t in $(GPT2_SUITES); do \
@@ -165,7 +169,7 @@ bench-gpt2-gpu: $(B)/bench/bench_gpt2_gpu
 	$(B)/bench/bench_gpt2_gpu --model $(or $(MODEL),$(GPT2_BUNDLED))
 
 # ---- tests of the session (in-process) and of the program, and the demo --------------------
-.PHONY: test-gpt2-session test-gpt2-gen test-gpt2-gpu gpt2-demo
+.PHONY: test-gpt2-session test-gpt2-gen test-gpt2-emu test-gpt2-gpu gpt2-demo
 $(B)/asan/tests/test_gpt2_session: tests/gpt2/test_gpt2_session.c $(GPT2_HDRS) \
                                    $(B)/asan/$(GPT2_DIR)/session.o $(B)/asan/$(GPT2_DIR)/model.o \
                                    $(B)/asan/libhlojit.a
@@ -178,6 +182,16 @@ test-gpt2-session: $(B)/asan/tests/test_gpt2_session
 
 test-gpt2-gen: gpt2
 	$(GPT2_TEST_ENV) $(GPT2_PYTEST) tests/gpt2/test_gpt2_gen.py
+
+# GPT-2's graphs on the GPU emulator (tests/unit/cuda_emu.h) against the evaluator; not
+# under ASan (the emulator switches stacks).
+$(B)/tests/test_gpt2_emu: tests/gpt2/test_gpt2_emu.c $(GPT2_HDRS) $(wildcard tests/unit/*.h) \
+                          $(B)/$(GPT2_DIR)/model.o $(GPT2_OBJ) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(GPT2_DIR) -Itests/unit $< $(filter %.o %.a,$^) -o $@ -lcmocka $(GPT2_LDLIBS) $(LDLIBS)
+
+test-gpt2-emu: $(B)/tests/test_gpt2_emu
+	$<
 
 # The CUDA backend's host side on the CUDA test double (PTX through ptxas), and on a GPU the
 # verification against NumPy (skipped without one).

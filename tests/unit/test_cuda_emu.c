@@ -35,48 +35,7 @@ int main(void) {
     }                                                                                      \
   } while (0)
 
-typedef struct ce_tally { int modules, kernels, fallbacks, skipped; } ce_tally;
-
-/* Emulated GPU vs evaluator on |m| with |in| (host buffers of |ref|). */
-static double ce_rel_max = 1e-5;   /* of max|want|: see test_fixtures_emu */
-
-static void ce_check(const char *what, hj_module_t *m, hj_buffer_t **in, hj_ctx_t *ref, cuda_emu *emu,
-                     ce_tally *t, bool blas) {
-  emu->gemm_blas = blas;
-  emu_exec x;
-  hj_status st = emu_compile_module(emu, m, &x);
-  if (st != HJ_OK) fail_msg("%s: compile for the emulator: %s", what, hj_ctx_error(ref));
-  int nin = hj_module_num_inputs(m), nout = hj_module_num_outputs(m);
-  hj_buffer_t **got = calloc((size_t)nout + 1, sizeof *got);
-  void **ip = calloc((size_t)nin + 1, sizeof *ip), **op = calloc((size_t)nout + 1, sizeof *op);
-  for (int i = 0; i < nin; i++) ip[i] = hj_buffer_host_ptr(in[i]);
-  for (int k = 0; k < nout; k++) {
-    hj_dtype_t dt;
-    hj_shape_t s;
-    CHECK_OK(ref, hj_module_output(m, k, &dt, &s));
-    for (int d = 0; d < s.rank; d++) s.dims[d] = llabs(s.dims[d]);
-    CHECK_OK(ref, hj_buffer_create(ref, dt, s, &got[k]));
-    memset(hj_buffer_host_ptr(got[k]), 0xff, hj_buffer_nbytes(got[k]));   /* unwritten shows */
-    op[k] = hj_buffer_host_ptr(got[k]);
-  }
-  st = emu_run(&x, ip, op);
-  if (st != HJ_OK) fail_msg("%s: emulated run: %s", what, hj_ctx_error(ref));
-  hj_buffer_t **want = cb_run(ref, m, in, NULL);
-  char why[256];
-  for (int k = 0; k < nout; k++)
-    if (!cb_close(got[k], want[k], 1e-4, 1e-6, ce_rel_max, why, sizeof why))
-      fail_msg("%s: output %d on the emulated GPU differs from the evaluator: %s", what, k, why);
-  const hj_exec_stats_t *s = &x.base.stats;
-  t->modules++;
-  t->kernels += s->kernels_loop + s->kernels_reduction + s->kernels_transpose + s->kernels_matmul + s->kernels_dus;
-  t->fallbacks += s->evaluator_fallbacks;
-  if (s->emit_errors) fail_msg("%s: %d emitter errors", what, s->emit_errors);
-  cb_free_bufs(got, nout);
-  cb_free_bufs(want, nout);
-  free(ip);
-  free(op);
-  emu_exec_free(&x);
-}
+#include "cuda_emu_check.h"
 
 static void ce_text(const char *what, const char *text, hj_ctx_t *ref, cuda_emu *emu, ce_tally *t) {
   hlo_module *m = cb_parse(ref, text);
