@@ -25,6 +25,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -33,22 +34,14 @@ import test_gpt2_gen as gen_tests
 from test_gpt2_gen import BUNDLED, PROMPT, SMALL, STATS, write_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from ptx_check import find_ptxas as ptxas_path  # noqa: E402  ($HLOJIT_PTXAS, $CUDA_HOME, /usr/local/cuda)
 GPT2 = gen_tests.GPT2
 HLOJIT = pathlib.Path(os.environ.get("HLOJIT_BIN", ROOT / "build" / "hlojit"))
 DOUBLE = pathlib.Path(os.environ.get("HLOJIT_CUDA_DOUBLE", ROOT / "build" / "tests" / "libcuda_double.so"))
 ON_DOUBLE = os.environ.get("HLOJIT_GPU_TEST_ON_DOUBLE") == "1"
 
 pytestmark = pytest.mark.skipif(not GPT2.exists(), reason=f"skipped: {GPT2} not built (make gpt2)")
-
-
-def ptxas_path():
-    env = os.environ.get("HLOJIT_PTXAS")
-    if env:
-        return env if os.path.exists(env) else None
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home and os.path.exists(os.path.join(home, "bin", "ptxas")):
-            return os.path.join(home, "bin", "ptxas")
-    return None
 
 
 def double_env(cc, dump=None):
