@@ -389,6 +389,7 @@ int main(int argc, char **argv) {
   gpt2_bpe *bpe = NULL;
   gpt2_session *s = NULL;
   gen g = {.a = &a};
+  bool streamed = false;
   rc = 1;
   if (gpt2_weights_load(path, &w, &err)) goto done;
   const gpt2_config *c = &w->cfg;
@@ -460,6 +461,7 @@ int main(int argc, char **argv) {
     fwrite(text, 1, len, stdout);
     fflush(stdout);
     free(text);
+    streamed = true;   /* a failure from here on ends the text's line before the message */
   }
   if (generate(&g, &err)) goto done;
   if (a.print_ids || !bpe) {
@@ -483,6 +485,10 @@ int main(int argc, char **argv) {
   }
   rc = 0;
 done:
+  if (rc && streamed) {
+    fputc('\n', stdout);
+    fflush(stdout);
+  }
   if (rc) fprintf(stderr, "gpt2: %s\n", err.msg[0] ? err.msg : "failed");
   gpt2_session_free(s);
   gpt2_sampler_free(g.smp);

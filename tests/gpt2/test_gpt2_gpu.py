@@ -165,3 +165,18 @@ def test_cuda_verify_124m(tmp_path):
         cfg = dict(L=12, NH=12, C=768, V=50257, Vp=50304, maxT=1024)
         m = write_model(tmp_path, "124m", cfg, 1234)["llmc"]
     verify_cuda(pathlib.Path(m), tmp_path, "124M shape", ids="464,3290,318,257,3797,13")
+
+
+@pytest.mark.skipif(NO_GPU is None or ON_DOUBLE, reason="skipped: this machine has a GPU")
+def test_cuda_without_a_device():
+    # --backend cuda where there is none: exit status 1, the library's reason on stderr,
+    # and the prompt's echoed text ends its line before the message
+    if not (BUNDLED / "model.bin").exists():
+        pytest.skip(f"skipped: no bundled model in {BUNDLED}")
+    env = {k: v for k, v in os.environ.items() if k not in ("HLOJIT_LIBCUDA", "HLOJIT_LIBCUBLAS")}
+    env["HLOJIT_LIBCUDA"] = "/nonexistent/libcuda.so.1"
+    r = gpt2(["--model", BUNDLED / "model.bin", "--prompt", "ROMEO:", "--tokens", 3, "--backend", "cuda"],
+             dict(env, HLOJIT_CACHE_DIR="off"))
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "CUDA backend" in r.stderr and "gpt2: " in r.stderr, r.stderr
+    assert r.stdout == "ROMEO:\n", repr(r.stdout)
