@@ -31,6 +31,17 @@
    half rows, 8-9 GB/s from memory for both together (a GPT-2 block's weights are not in
    the LLC), where a contiguous stretch reads at 20+ on one thread.
 
+   What packing costs at M = 64 (GPT-2 124M prefill of 64 tokens, weights from memory, Zen 4,
+   one process taking the variants in turn, best of 10, 1 / 2 threads): 138.8 / 74.3 ms as
+   it is; 127.4 / 68.7 packing from a block that stays in cache (the memory reads' share);
+   112.7 / 60.0 not packing at all (stale panels: the time without the copy, 0.99 / 0.97 of
+   bench_gpt2's sgemm bound). So the copy itself, not the memory it waits on, is most of it:
+   prefetching the next block a few lines per tile changed nothing, packing a panel at a
+   time just before its tiles (short strided reads) was 8-14% slower even with the next
+   panel prefetched, and 64-byte instead of 16-byte moves gained 1%. What would remove it is
+   weights kept in the packed panel order ([K/kc][N/nr][kc][nr]) so the kernels read them
+   in place; the gemv could stream that order as one sequential read.
+
    M = 1 (decode) uses the plan's gemv, B read once. B transposed: split over N (each output
    is one contiguous row of B). B normal: split over K in the plan's fixed blocks of
    gemv_kb rows, so that each thread streams one contiguous stretch of B (splitting N made
