@@ -33,10 +33,10 @@
 
    What packing costs at M = 64 (GPT-2 124M prefill of 64 tokens, weights from memory, Zen 4,
    one process taking the variants in turn, best of 10, 1 / 2 threads): 138.8 / 74.3 ms as
-   it is; 127.4 / 68.7 packing from a block that stays in cache (the memory reads' share);
-   112.7 / 60.0 not packing at all (stale panels: the time without the copy, 0.99 / 0.97 of
-   bench_gpt2's sgemm bound). So the copy itself, not the memory it waits on, is most of it:
-   prefetching the next block a few lines per tile changed nothing, packing a panel at a
+   it is; 127.4 / 68.7 packing always from the first block (in the caches: what the wait on
+   memory costs); 112.7 / 60.0 not packing at all (stale panels: the time without the copy,
+   0.99 / 0.97 of bench_gpt2's sgemm bound). So about half of it is the copy's own work
+   through the caches and half the wait on memory: prefetching the next block a few lines per tile changed nothing, packing a panel at a
    time just before its tiles (short strided reads) was 8-14% slower even with the next
    panel prefetched, and 64-byte instead of 16-byte moves gained 1%. What would remove it is
    weights kept in the packed panel order ([K/kc][N/nr][kc][nr]) so the kernels read them
