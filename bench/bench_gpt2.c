@@ -4,7 +4,7 @@
 
    // L = 12 layers, C = 768 channels, NH = 12 heads, V = 50257 (Vp 50304), maxT = 1024
 
-   The model: random f32 weights of GPT-2 small's shape made here (uniform, GPT-2-like
+   The model: random f32 weights of GPT-2 small's shape made by gpt2_random.h (uniform, GPT-2-like
    scales), llm.c's (out, in) layout, given to gpt2_session as a gpt2_weights (no file).
    For each thread count (1 and 2; the session's context and OpenBLAS both set to it):
      prefill T = 64 and T = 256: gpt2_session_prefill of T ids (the bucket is exactly T),
@@ -52,6 +52,7 @@
 
 #include "bench_util.h"
 #include "examples/gpt2/session.h"
+#include "gpt2_random.h"
 
 /* OpenBLAS (no cblas.h on the build machine). */
 void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
@@ -64,24 +65,13 @@ enum { L = 12, C = 768, NH = 12, V = 50257, VP = 50304, MAXT = 1024 };
 
 /* ---- random weights ------------------------------------------------------------------- */
 
-static float *g_params; /* one block for everything */
+static float *g_params; /* one block for everything (gpt2_random.h) */
 
 static void fill(float *p, int64_t n, double base, double scale, uint32_t *r) {
   for (int64_t i = 0; i < n; i++) {
     *r = *r * 1664525u + 1013904223u;
     p[i] = (float)(base + scale * ((double)(*r >> 8) / (1 << 24) * 2.0 - 1.0));
   }
-}
-
-static gpt2_tensor view(float **cur, const char *name, int64_t d0, int64_t d1, gpt2_layout lay,
-                        double base, double scale, uint32_t *r) {
-  gpt2_tensor t = {.data = *cur, .dtype = GPT2_F32, .ndim = d1 ? 2 : 1,
-                   .shape = {d0, d1}, .layout = lay};
-  snprintf(t.name, sizeof t.name, "%s", name);
-  int64_t n = d0 * (d1 ? d1 : 1);
-  fill(*cur, n, base, scale, r);
-  *cur += n;
-  return t;
 }
 
 /* f32 -> bf16, round to nearest even (the values are finite). */
@@ -124,36 +114,10 @@ static int64_t g_nparams;
 static gpt2_weights *random_weights(void) {
   static gpt2_weights w;
   static gpt2_layer layer[L];
-  int64_t n = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C +
-              (int64_t)L * (12 * (int64_t)C * C + 13 * C);
-  g_nparams = n;
-  g_params = malloc(sizeof *g_params * (size_t)n);
-  if (!g_params) return NULL;
-  float *p = g_params;
-  uint32_t r = 1234;
-  w.cfg = (gpt2_config){.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
-  w.wte = view(&p, "wte", VP, C, GPT2_ROWS, 0, 0.04, &r);
-  memset((float *)w.wte.data + (size_t)V * C, 0, sizeof(float) * (size_t)(VP - V) * C);
-  w.wpe = view(&p, "wpe", MAXT, C, GPT2_ROWS, 0, 0.02, &r);
-  for (int l = 0; l < L; l++) {
-    gpt2_layer *y = &layer[l];
-    y->ln1w = view(&p, "ln1w", C, 0, GPT2_VECTOR, 1, 0.1, &r);
-    y->ln1b = view(&p, "ln1b", C, 0, GPT2_VECTOR, 0, 0.02, &r);
-    y->qkvw = view(&p, "qkvw", 3 * C, C, GPT2_OUT_IN, 0, 0.04, &r);
-    y->qkvb = view(&p, "qkvb", 3 * C, 0, GPT2_VECTOR, 0, 0.02, &r);
-    y->attprojw = view(&p, "attprojw", C, C, GPT2_OUT_IN, 0, 0.01, &r);
-    y->attprojb = view(&p, "attprojb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
-    y->ln2w = view(&p, "ln2w", C, 0, GPT2_VECTOR, 1, 0.1, &r);
-    y->ln2b = view(&p, "ln2b", C, 0, GPT2_VECTOR, 0, 0.02, &r);
-    y->fcw = view(&p, "fcw", 4 * C, C, GPT2_OUT_IN, 0, 0.04, &r);
-    y->fcb = view(&p, "fcb", 4 * C, 0, GPT2_VECTOR, 0, 0.02, &r);
-    y->fcprojw = view(&p, "fcprojw", C, 4 * C, GPT2_OUT_IN, 0, 0.01, &r);
-    y->fcprojb = view(&p, "fcprojb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
-  }
-  w.lnfw = view(&p, "lnfw", C, 0, GPT2_VECTOR, 1, 0.1, &r);
-  w.lnfb = view(&p, "lnfb", C, 0, GPT2_VECTOR, 0, 0.02, &r);
-  w.layer = layer;
-  return &w;
+  gpt2_config cfg = {.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
+  g_nparams = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C + (int64_t)L * (12 * (int64_t)C * C + 13 * C);
+  g_params = gpt2_random_weights(&w, layer, cfg, 1.0, 1234);
+  return g_params ? &w : NULL;
 }
 
 /* ---- yardsticks -------------------------------------------------------------------------- */

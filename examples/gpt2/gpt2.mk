@@ -149,7 +149,7 @@ $(B)/asan/gpt2: $(GPT2_PROG_OBJ_SAN) $(GPT2_OBJ_SAN) $(B)/asan/libhlojit.a
 
 # ---- bench/bench_gpt2.c: 124M prefill and decode against sgemm and read bandwidth ---------
 .PHONY: bench-gpt2
-$(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h $(B)/$(GPT2_DIR)/session.o \
+$(B)/bench/bench_gpt2: bench/bench_gpt2.c bench/bench_util.h bench/gpt2_random.h $(B)/$(GPT2_DIR)/session.o \
                        $(B)/$(GPT2_DIR)/model.o $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter-out %.h,$^) -o $@ -lopenblas $(LDLIBS)
@@ -170,7 +170,7 @@ bench-gpt2-gpu: $(B)/bench/bench_gpt2_gpu
 
 # ---- tests of the session (in-process) and of the program, and the demo --------------------
 .PHONY: test-gpt2-session test-gpt2-gen test-gpt2-emu test-gpt2-gpu gpt2-demo
-$(B)/asan/tests/test_gpt2_session: tests/gpt2/test_gpt2_session.c $(GPT2_HDRS) \
+$(B)/asan/tests/test_gpt2_session: tests/gpt2/test_gpt2_session.c $(GPT2_HDRS) bench/gpt2_random.h \
                                    $(B)/asan/$(GPT2_DIR)/session.o $(B)/asan/$(GPT2_DIR)/model.o \
                                    $(B)/asan/libhlojit.a
 	@mkdir -p $(dir $@)

@@ -1,6 +1,6 @@
 /* test_gpt2_session.c — cmocka tests of the GPT-2 session's KV cache buckets (session.h,
    KV CACHE), in-process on the CPU backend, built with ASan+UBSan by
-   `make test-gpt2-session`. The model: random weights of a small config made here
+   `make test-gpt2-session`. The model: random weights of a small config (bench/gpt2_random.h)
    (L = 3, C = 64, maxT = 8192, so that its full cache, 12 MiB, is over the 8 MiB under
    which a session makes the cache full length at once and buckets are used).
    Checked: a prefill makes the cache its own bucket, smaller than before too, and a
@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "session.h"
+#include "bench/gpt2_random.h"
 
 enum { L = 3, NH = 2, C = 64, V = 100, VP = 128, MAXT = 8192 };
 
@@ -26,48 +27,10 @@ static float *g_params;
 static gpt2_weights g_w;
 static gpt2_layer g_layer[L];
 
-static uint32_t g_rng = 12345;
-static float uniform(double base, double scale) {
-  g_rng = g_rng * 1664525u + 1013904223u;
-  return (float)(base + scale * ((double)(g_rng >> 8) / (1 << 24) * 2.0 - 1.0));
-}
-
-static gpt2_tensor view(float **cur, const char *name, int64_t d0, int64_t d1, gpt2_layout lay,
-                        double base, double scale) {
-  gpt2_tensor t = {.data = *cur, .dtype = GPT2_F32, .ndim = d1 ? 2 : 1, .shape = {d0, d1},
-                   .layout = lay};
-  snprintf(t.name, sizeof t.name, "%s", name);
-  for (int64_t i = 0; i < d0 * (d1 ? d1 : 1); i++) (*cur)[i] = uniform(base, scale);
-  *cur += d0 * (d1 ? d1 : 1);
-  return t;
-}
-
 static int setup_weights(void **state) {
-  int64_t n = (int64_t)VP * C + (int64_t)MAXT * C + 2 * C + (int64_t)L * (12 * C * C + 13 * C);
-  g_params = malloc(sizeof *g_params * (size_t)n);
+  gpt2_config cfg = {.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
+  g_params = gpt2_random_weights(&g_w, g_layer, cfg, 5.0, 12345);   /* bench/gpt2_random.h */
   if (!g_params) return -1;
-  float *p = g_params;
-  g_w.cfg = (gpt2_config){.max_T = MAXT, .V = V, .Vp = VP, .L = L, .NH = NH, .C = C};
-  g_w.wte = view(&p, "wte", VP, C, GPT2_ROWS, 0, 0.3);
-  g_w.wpe = view(&p, "wpe", MAXT, C, GPT2_ROWS, 0, 0.1);
-  for (int l = 0; l < L; l++) {
-    gpt2_layer *y = &g_layer[l];
-    y->ln1w = view(&p, "ln1w", C, 0, GPT2_VECTOR, 1, 0.1);
-    y->ln1b = view(&p, "ln1b", C, 0, GPT2_VECTOR, 0, 0.02);
-    y->qkvw = view(&p, "qkvw", 3 * C, C, GPT2_OUT_IN, 0, 0.2);
-    y->qkvb = view(&p, "qkvb", 3 * C, 0, GPT2_VECTOR, 0, 0.02);
-    y->attprojw = view(&p, "attprojw", C, C, GPT2_OUT_IN, 0, 0.1);
-    y->attprojb = view(&p, "attprojb", C, 0, GPT2_VECTOR, 0, 0.02);
-    y->ln2w = view(&p, "ln2w", C, 0, GPT2_VECTOR, 1, 0.1);
-    y->ln2b = view(&p, "ln2b", C, 0, GPT2_VECTOR, 0, 0.02);
-    y->fcw = view(&p, "fcw", 4 * C, C, GPT2_OUT_IN, 0, 0.2);
-    y->fcb = view(&p, "fcb", 4 * C, 0, GPT2_VECTOR, 0, 0.02);
-    y->fcprojw = view(&p, "fcprojw", C, 4 * C, GPT2_OUT_IN, 0, 0.1);
-    y->fcprojb = view(&p, "fcprojb", C, 0, GPT2_VECTOR, 0, 0.02);
-  }
-  g_w.lnfw = view(&p, "lnfw", C, 0, GPT2_VECTOR, 1, 0.1);
-  g_w.lnfb = view(&p, "lnfb", C, 0, GPT2_VECTOR, 0, 0.02);
-  g_w.layer = g_layer;
   *state = &g_w;
   return 0;
 }
