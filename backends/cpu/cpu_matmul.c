@@ -38,9 +38,15 @@
    0.99 / 0.97 of bench_gpt2's sgemm bound). So about half of it is the copy's own work
    through the caches and half the wait on memory: prefetching the next block a few lines per tile changed nothing, packing a panel at a
    time just before its tiles (short strided reads) was 8-14% slower even with the next
-   panel prefetched, and 64-byte instead of 16-byte moves gained 1%. What would remove it is
-   weights kept in the packed panel order ([K/kc][N/nr][kc][nr]) so the kernels read them
-   in place; the gemv could stream that order as one sequential read.
+   panel prefetched, and 64-byte instead of 16-byte moves gained 1%. A packing micro-kernel
+   for the first strip (B read from the matrix, each piece stored into its panel as it is
+   used, the row's next piece prefetched) removed the copy's own work (bench_matmul fc
+   64 x 768 x 3072, B in cache: 105 GFLOP/s against 94) but not the wait: with B from
+   memory 87 against 86, and the prefill above 143.4 / 73.8 ms against 141.3 / 73.4; the
+   first strip then waits on memory instead. What would remove both is weights kept in the
+   packed panel order ([K/kc][N/nr][kc][nr]): read in place, a panel at a time, each
+   panel's contiguous read overlapping the compute of all its strips; the gemv could stream
+   that order as one sequential read.
 
    M = 1 (decode) uses the plan's gemv, B read once. B transposed: split over N (each output
    is one contiguous row of B). B normal: split over K in the plan's fixed blocks of
