@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/gpu_check.sh — the CUDA backend's GPU check in one command, one report, under 10
-# minutes on one GPU: builds (or unpacks a prebuilt bundle), runs `make test-gpu` (the GPU
+# tools/gpu_check.sh — the CUDA backend's GPU check in one command, one report, meant for
+# under 10 minutes on one GPU (the step limits below; not yet timed on one): builds (or unpacks a prebuilt bundle), runs `make test-gpu` (the GPU
 # tests: every op test, JAX fixture and corpus module on CUDA against their references, and
 # the C GPU tests) and the GPU benchmark (bench_gpu: tiled matmul vs cuBLAS, a fusion vs a
 # device copy, a GPT-2 block with graphs vs plain launches), then GPT-2 on the GPU
@@ -10,8 +10,8 @@
 #
 #   tools/gpu_check.sh [--dry-run] [--part all|core|gpt2] [--report FILE] [--bundle FILE.tar.xz] [--jobs N]
 #
-# --part core: the tests and bench_gpu only; gpt2: the GPT-2 steps only (each part under 6
-#   minutes, for a device whose commands are limited to fewer than the whole takes).
+# --part core: the tests and bench_gpu only; gpt2: the GPT-2 steps only (for a device whose
+#   commands are limited to less time than the whole takes).
 # Binaries, first that applies:
 #   --bundle FILE, or build/gpu-bundle.tar.xz when this machine has no LLVM 19: unpacked to
 #     /tmp/hlojit-gpu-bundle (`make gpu-bundle` makes it, on the build machine: libhlojit.so

@@ -126,10 +126,8 @@ GPU_BUNDLE_ZSTD = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libzstd.so.1 
 GPU_BUNDLE_CMOCKA = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcmocka.so.0 /usr/lib64/libcmocka.so.0))
 GPU_BUNDLE_BINS := tools/hlojit.c tests/unit/test_cuda_gpu_matmul.c tests/unit/test_cuda_gpu_modules.c \
                    bench/bench_gpu.c
-# and two programs of several files (examples/gpt2): gpt2 and bench_gpt2_gpu, which need
-# libpcre2-8 and libcjson (copies travel too)
-GPU_BUNDLE_GPT2 = examples/gpt2/bpe.c examples/gpt2/weights.c examples/gpt2/safetensors.c \
-                  examples/gpt2/gpt2_ds.c examples/gpt2/session.c examples/gpt2/model.c
+# and two programs of several files, from examples/gpt2/gpt2.mk's lists (read when the
+# recipe runs): gpt2 and bench_gpt2_gpu, which need libpcre2-8 and libcjson (copies travel)
 GPU_BUNDLE_PCRE = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libpcre2-8.so.0 /usr/lib64/libpcre2-8.so.0))
 GPU_BUNDLE_CJSON = $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libcjson.so.1 /usr/lib64/libcjson.so.1))
 GPU_CORPUS ?= $(firstword $(HLOJIT_CORPUS) $(wildcard ../shared/hlo-corpus))
@@ -153,10 +151,11 @@ $(B)/gpu-bundle.tar.xz: $(LIB_OBJ) $(GPU_BUNDLE_BINS) $(CUDA_DOUBLE) $(HDRS) $(w
 	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
 	done
 	cp $(GPU_BUNDLE_PCRE) $(GPU_BUNDLE_CJSON) $(GPU_BUNDLE_DIR)/lib/
-	for m in examples/gpt2/main.c bench/bench_gpt2_gpu.c; do \
-	  n=$$(basename $$m .c); [ $$n = main ] && n=gpt2; \
-	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$m $(GPU_BUNDLE_GPT2) \
-	    $$([ $$n = gpt2 ] && echo examples/gpt2/sample.c) -o $(GPU_BUNDLE_DIR)/bin/$$n -L$(GPU_BUNDLE_DIR)/lib -lhlojit \
+	for n in gpt2 bench_gpt2_gpu; do \
+	  if [ $$n = gpt2 ]; then src="$(GPT2_PROG_SRC)"; \
+	  else src="bench/bench_gpt2_gpu.c $(filter-out %/main.c %/sample.c,$(GPT2_PROG_SRC))"; fi; \
+	  $(CC) $(CSTD) -O2 $(WARN) -fPIC -I. -Ithird_party $(CPU_CFLAGS) $(CUDA_CFLAGS) $$src $(GPT2_SRC) \
+	    -o $(GPU_BUNDLE_DIR)/bin/$$n -L$(GPU_BUNDLE_DIR)/lib -lhlojit \
 	    -l:$$(basename $(GPU_BUNDLE_PCRE)) -l:$$(basename $(GPU_BUNDLE_CJSON)) -lm -lpthread -ldl \
 	    -Wl,-rpath,'$$ORIGIN/../lib' || exit 1; \
 	done

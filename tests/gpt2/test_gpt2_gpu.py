@@ -115,10 +115,11 @@ def cuda_device():
     lib = os.environ.get("HLOJIT_LIBCUDA", "")
     if "cuda_double" in lib:
         return f"HLOJIT_LIBCUDA={lib} is the CUDA test double (HLOJIT_GPU_TEST_ON_DOUBLE=1 to run on it)"
-    src = pathlib.Path(tempfile.mkdtemp(prefix="hlojit_probe_")) / "probe.hlo"
-    src.write_text("HloModule probe\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}\n")
-    r = subprocess.run([str(HLOJIT), "run", "--backend", "cuda", "--random-inputs", "1", str(src)],
-                       capture_output=True, text=True, env=dict(os.environ, HLOJIT_CACHE_DIR="off"))
+    with tempfile.TemporaryDirectory(prefix="hlojit_probe_") as d:
+        src = pathlib.Path(d) / "probe.hlo"
+        src.write_text("HloModule probe\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] add(x, x)\n}\n")
+        r = subprocess.run([str(HLOJIT), "run", "--backend", "cuda", "--random-inputs", "1", str(src)],
+                           capture_output=True, text=True, env=dict(os.environ, HLOJIT_CACHE_DIR="off"))
     return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["no CUDA device"])[-1]
 
 
@@ -126,45 +127,48 @@ NO_GPU = cuda_device()
 gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"skipped: no GPU: {NO_GPU}")
 
 
-def verify_cuda(model, tmp, name, **kw):
+def verify_cuda(model, tmp, name, monkeypatch, tokens=gen_tests.STEPS, ids=PROMPT, ref_model=None):
     args = ["--backend", "cuda"]
     if not ON_DOUBLE:
-        return gen_tests.verify(model, args, tmp, name=f"{name}, cuda", **kw)
-    # no kernel runs on the double: the comparison must catch it
-    env = double_env((9, 0))
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        with pytest.raises(AssertionError):
-            gen_tests.verify(model, args, tmp, name=f"{name}, cuda on the double", **kw)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    gen_tests.report(f"verify {name}, cuda on the double: the comparison failed, as it must")
+        return gen_tests.verify(model, args, tmp, tokens=tokens, ids=ids, ref_model=ref_model,
+                                name=f"{name}, cuda")
+    # On the double no kernel runs: the program must run to the end and the comparison of
+    # what it wrote must then fail (not the run itself).
+    for k, v in double_env((9, 0)).items():
+        monkeypatch.setenv(k, v)
+    ref, got = tmp / "ref", tmp / "got"
+    gen_tests.reference(ref_model or model, ids, tokens, ref)
+    r = gen_tests.run(GPT2, ["--model", model, "--ids", ids, "--tokens", tokens, "--greedy",
+                             "--verify", got, "--print-ids"] + args)
+    assert r.returncode == 0, r.stderr
+    wr, wl, same, n = gen_tests.compare(ref, got)
+    assert not (wr <= 1e-4 and wl <= 1e-3 and same), "wrong results on the double went unnoticed"
+    gen_tests.report(f"verify {name}, cuda on the double: {n} steps, emb/res max rel {wr:.2e}, logits "
+                     f"max abs {wl:.2e}, ids {'identical' if same else 'DIFFERENT'}: caught, as it must be")
 
 
 @gpu
-def test_cuda_verify_bundled(tmp_path):
+def test_cuda_verify_bundled(tmp_path, monkeypatch):
     if not (BUNDLED / "model.bin").exists():
         pytest.skip(f"skipped: no bundled model in {BUNDLED}")
-    verify_cuda(BUNDLED / "model.bin", tmp_path, "bundled", tokens=30, ids="30,31,32,33,34")
+    verify_cuda(BUNDLED / "model.bin", tmp_path, "bundled", monkeypatch, tokens=30, ids="30,31,32,33,34")
 
 
 @gpu
 @pytest.mark.parametrize("fmt", ["llmc", "hf"])
-def test_cuda_verify_small(small, tmp_path, fmt):
-    verify_cuda(small[fmt], tmp_path, f"small {fmt}", ref_model=small["llmc"])
+def test_cuda_verify_small(small, tmp_path, monkeypatch, fmt):
+    verify_cuda(small[fmt], tmp_path, f"small {fmt}", monkeypatch, ref_model=small["llmc"])
 
 
 @gpu
 @pytest.mark.skipif(os.environ.get("HLOJIT_GPT2_124M") == "0",
                     reason="skipped: HLOJIT_GPT2_124M=0 (the 124M-shaped check writes a 500 MB checkpoint)")
-def test_cuda_verify_124m(tmp_path):
+def test_cuda_verify_124m(tmp_path, monkeypatch):
     m = os.environ.get("HLOJIT_GPT2_124M_MODEL")   # tools/gpu_check.sh makes one for the benchmark too
     if not m:
         cfg = dict(L=12, NH=12, C=768, V=50257, Vp=50304, maxT=1024)
         m = write_model(tmp_path, "124m", cfg, 1234)["llmc"]
-    verify_cuda(pathlib.Path(m), tmp_path, "124M shape", ids="464,3290,318,257,3797,13")
+    verify_cuda(pathlib.Path(m), tmp_path, "124M shape", monkeypatch, ids="464,3290,318,257,3797,13")
 
 
 @pytest.mark.skipif(NO_GPU is None or ON_DOUBLE, reason="skipped: this machine has a GPU")
