@@ -118,8 +118,9 @@
               scheduling; hj_module_optimize);
               the CPU backend (LLVM ORC; HJ_BACKEND_CPU, and AUTO): loop, reduction (incl.
               softmax/layer-norm row normalisation), transpose, in-place
-              dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2) emitters, one
-              arena per executable, thread pool. Fusions without an emitter (sort, scatter,
+              dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2; weights in
+              its panel order read in place: HJ_LINEAR_PANELS) emitters, one arena per
+              executable, thread pool. Fusions without an emitter (sort, scatter,
               reduce-window, non-f32 dots) run on the evaluator inside the compiled program
               (hj_exec_stats counts them);
               donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
@@ -464,9 +465,29 @@ hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins 
    HJ_NONE -> (..., out). The weights as checkpoints store them: HJ_LINEAR_IN_OUT, w (in,
    out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
    y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. w may
-   be bf16 with an f32 x (a mixed-precision dot, hj_dot_general): weights kept in bf16. */
-typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
+   be bf16 with an f32 x (a mixed-precision dot, hj_dot_general): weights kept in bf16.
+   HJ_LINEAR_PANELS: w (in/kc, out/nr, kc, nr), f32: the (in, out) matrix cut into kc x nr
+   blocks, each row-major, block (p, q) holding rows p*kc.. and columns q*nr.. -- the order
+   in which the CPU backend's matmul micro-kernel reads its weights, so it reads them in
+   place instead of repacking them on every run (GPT-2 124M, a prefill of 64 tokens: the
+   packing was 17-20% of it). hj_linear_panels gives kc and nr for a backend and a shape;
+   hj_linear_pack writes a matrix of either other layout in that order. Where the backend
+   has no panel order or another nr (CUDA, another CPU), the dot is still right but
+   transposes w on every run. */
+typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_PANELS,
+                                HJ_LINEAR_LAYOUT_COUNT } hj_linear_layout_t;
 hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout);
+/* The panel order (HJ_LINEAR_PANELS) of |backend| (HJ_BACKEND_CPU; AUTO: the CPU's too)
+   for an (in, out) weight: *nr its micro-kernel's width (48 floats with AVX-512, 16 with
+   AVX2), *kc a divisor of |in| near its preferred K step. HJ_ERR_UNSUPPORTED, with the
+   reason, when the backend has none or |out| is not a multiple of nr. */
+hj_status hj_linear_panels(hj_ctx_t *ctx, hj_backend_t backend, int64_t in, int64_t out,
+                           int64_t *kc, int64_t *nr);
+/* Writes |w| (in, out) for HJ_LINEAR_IN_OUT, (out, in) for HJ_LINEAR_OUT_IN, f32 row-major)
+   into |dst| (in * out floats, not overlapping |w|) in the panel order of |kc| and |nr|,
+   which must divide |in| and |out|. */
+hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layout, int64_t in,
+                         int64_t out, int64_t kc, int64_t nr, float *dst);
 
 /* Time spent in one HLO pass during a compile or hj_module_optimize_timed (summed over its
    runs: the simplification passes run several rounds). */

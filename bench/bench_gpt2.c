@@ -23,9 +23,11 @@
        timing, about what a step reads) on as many threads. The KV cache the step reads
        (2 L 256 C floats, 19 MB) is on top, so the ratio slightly understates. Goal:
        >= 0.92.
-   Both are timed three times: with the session's default matrix layouts (session.h,
-   LAYOUTS), with kernel_layouts off (every matrix as the file stores it, the head reading
-   wte itself), to show what the layouts buy, and "bf16": the same weights rounded to bf16
+   Both are timed four times: with the session's default matrix layouts (session.h,
+   LAYOUTS: the block matrices in the CPU matmul's panel order), "plain" (the same with
+   panels off: each matrix (in, out) or (out, in), packed by the matmul on every run), with
+   kernel_layouts off (every matrix as the file stores it, the head reading wte itself), to
+   show what the layouts buy, and "bf16": the same weights rounded to bf16
    (what an llm.c version 5 checkpoint holds), default layouts, the matrices kept in bf16
    (session.h, WEIGHTS; f32 arithmetic). Its decode bound is the bytes it must read: the
    matrices and the lm_head in bf16, the vectors in f32 (the embedding's wte stays f32, of
@@ -429,9 +431,11 @@ int main(int argc, char **argv) {
   double kv_bytes = 4.0 * 2 * L * 256 * C;
   double bytes16 = 2.0 * ((double)VP * C + L * 12.0 * C * C) + 4.0 * (C + 2 * C + L * 13.0 * C);
 
-  // run[v][t]: v = 0 the session's default (kernel_layouts), 1 every matrix as stored,
-  // 2 the bf16 weights (default layouts, kept in bf16)
-  enum { NV = 3 };
+  // run[v][t]: v = 0 the session's default (kernel_layouts, panels), 1 every matrix as
+  // stored, 2 the bf16 weights (default layouts, kept in bf16), 3 "plain": kernel layouts
+  // without the panel order (what the panels buy)
+  enum { NV = 4 };
+  static const char *const vname[NV] = {"kernel", "as stored", "bf16", "plain"};
   runner run[NV][2];
   memset(run, 0, sizeof run);
   rd_pool pool[2];
@@ -443,6 +447,7 @@ int main(int argc, char **argv) {
       o.backend = HJ_BACKEND_CPU;
       o.num_threads = threads[t];
       o.kernel_layouts = v != 1;
+      o.panels = v != 3;
       gpt2_err err;
       runner *x = &run[v][t];
       if (gpt2_session_create(v == 2 ? w16 : w, &o, &x->s, &err)) {
@@ -495,7 +500,7 @@ int main(int argc, char **argv) {
       const double *pf = t_pf[v][t], dec = t_dec[v][t];
       printf("%-10s %3d | %10.1f %9.1f | %8.2f %9.2f %7.2f %s        | %9.2f %9.2f %7.2f %s        | "
              "%6.2f %9.2f %7.2f %s %12.1f\n",
-             v == 2 ? "bf16" : v ? "as stored" : "kernel", threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
+             vname[v], threads[t], gf, gbs, pf[0] * 1e3, b0 * 1e3, b0 / pf[0],
              b0 / pf[0] >= 0.75 ? "  " : "!!", pf[1] * 1e3, b1 * 1e3, b1 / pf[1],
              b1 / pf[1] >= 0.85 ? "  " : "!!", dec * 1e3, bd * 1e3, bd / dec,
              bd / dec >= 0.92 ? "  " : "!!", 1.0 / dec);
@@ -516,11 +521,13 @@ int main(int argc, char **argv) {
   printf("decode against that (weights* ms / step ms):");
   for (int v = 0; v < NV; v++)
     for (int t = 0; t < nthr; t++)
-      if (v != 2) printf("  %s %d thr %.2f", v ? "as stored" : "kernel", threads[t], t_wt[t] / t_dec[v][t]);
+      if (v != 2) printf("  %s %d thr %.2f", vname[v], threads[t], t_wt[t] / t_dec[v][t]);
   printf("\n");
-  printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS; as stored ="
-         " every matrix as llm.c stores it, (out, in), the head reading wte; bf16 = the weights"
-         " rounded to bf16, kernel layouts, matrices kept in bf16)\n");
+  printf("(layouts: kernel = the session's default, examples/gpt2/session.h LAYOUTS: the block"
+         " matrices in the CPU matmul's panel order; plain = the same without the panel order,"
+         " each matrix (in, out) or (out, in); as stored = every matrix as llm.c stores it,"
+         " (out, in), the head reading wte; bf16 = the weights rounded to bf16, kernel layouts,"
+         " matrices kept in bf16)\n");
   printf("\nFLOPs: T=64 %.2f G, T=256 %.2f G (block matmuls + full attention squares + one lm_head "
          "row); decode reads %.1f MB of weights, %.1f MB with bf16 matrices (+ %.1f MB of KV "
          "cache, not in the bound)\n",
@@ -531,7 +538,7 @@ int main(int argc, char **argv) {
       gpt2_session_get_stats(run[v][t].s, &st);
       if (st.cache_entries != 256) {
         printf("!! %s %d thr: the decode ran with a cache of %d entries, not 256\n",
-               v == 2 ? "bf16" : v ? "as stored" : "kernel", threads[t], st.cache_entries);
+               vname[v], threads[t], st.cache_entries);
         bad = 1;
       }
     }

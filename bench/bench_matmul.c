@@ -20,6 +20,9 @@
    --bf16: hlojit's rhs is bf16 (an f32 x bf16 dot: weights kept in bf16), OpenBLAS gets
    the same values widened to f32; GB/s counts B's bf16 bytes, so "of bw" is against the
    bytes it must read, and ratio is bf16-kept hlojit against OpenBLAS on f32 weights.
+   --panels: hlojit's rhs is the same values in the CPU matmul's panel order
+   (hj_linear_panels / hj_linear_pack, read in place: no packing of B), OpenBLAS's as
+   it is; for the transposed logits shape too (the panels are the same either way).
    Run through `make bench` (bench/bench.mk), which unsets OPENBLAS_CORETYPE and
    OPENBLAS_L2_SIZE so that OpenBLAS picks its own kernel for this CPU. */
 #define _GNU_SOURCE
@@ -63,19 +66,33 @@ typedef struct bm_mm {
 
 /* Parses a one-dot fusion, emits it, JITs it and resolves the plan's kernels. */
 static hj_status bm_build(hj_ctx_t *ctx, cpu_jit *j, int64_t M, int64_t K, int64_t N, bool trans,
-                          bool bf16, bm_mm *out) {
+                          bool bf16, int64_t kc, int64_t nr, bm_mm *out) {
   char text[1024];
   const char *rhs = bf16 ? "bf16[%lld,%lld]" : "f32[%lld,%lld]";
   char rs[64];
   snprintf(rs, sizeof rs, rhs, (long long)(trans ? N : K), (long long)(trans ? K : N));
-  snprintf(text, sizeof text,
-           "HloModule mm\n"
-           "fused {\n  p0 = f32[%lld,%lld] parameter(0)\n  p1 = %s parameter(1)\n"
-           "  ROOT d = f32[%lld,%lld] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={%d}\n}\n"
-           "ENTRY e {\n  a = f32[%lld,%lld] parameter(0)\n  b = %s parameter(1)\n"
-           "  ROOT f = f32[%lld,%lld] fusion(a, b), kind=kOutput, calls=fused\n}\n",
-           (long long)M, (long long)K, rs, (long long)M, (long long)N, trans ? 1 : 0,
-           (long long)M, (long long)K, rs, (long long)M, (long long)N);
+  if (kc)   /* panel order (matmul_plan.h): lhs [M,P,kc], rhs [P,Q,kc,nr], root C [M,N] */
+    snprintf(text, sizeof text,
+             "HloModule mm\n"
+             "fused {\n  p0 = f32[%lld,%lld] parameter(0)\n  p1 = f32[%lld,%lld,%lld,%lld] parameter(1)\n"
+             "  a3 = f32[%lld,%lld,%lld] reshape(p0)\n"
+             "  d = f32[%lld,%lld,%lld] dot(a3, p1), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,2}\n"
+             "  ROOT r = f32[%lld,%lld] reshape(d)\n}\n"
+             "ENTRY e {\n  a = f32[%lld,%lld] parameter(0)\n  b = f32[%lld,%lld,%lld,%lld] parameter(1)\n"
+             "  ROOT f = f32[%lld,%lld] fusion(a, b), kind=kOutput, calls=fused\n}\n",
+             (long long)M, (long long)K, (long long)(K / kc), (long long)(N / nr), (long long)kc, (long long)nr,
+             (long long)M, (long long)(K / kc), (long long)kc, (long long)M, (long long)(N / nr), (long long)nr,
+             (long long)M, (long long)N, (long long)M, (long long)K, (long long)(K / kc), (long long)(N / nr),
+             (long long)kc, (long long)nr, (long long)M, (long long)N);
+  else
+    snprintf(text, sizeof text,
+             "HloModule mm\n"
+             "fused {\n  p0 = f32[%lld,%lld] parameter(0)\n  p1 = %s parameter(1)\n"
+             "  ROOT d = f32[%lld,%lld] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={%d}\n}\n"
+             "ENTRY e {\n  a = f32[%lld,%lld] parameter(0)\n  b = %s parameter(1)\n"
+             "  ROOT f = f32[%lld,%lld] fusion(a, b), kind=kOutput, calls=fused\n}\n",
+             (long long)M, (long long)K, rs, (long long)M, (long long)N, trans ? 1 : 0,
+             (long long)M, (long long)K, rs, (long long)M, (long long)N);
   hj_status st = hlo_parse_module(ctx, text, strlen(text), "bench", &out->m);
   if (st) return st;
   const hlo_instr *fusion = out->m->entry->root;
@@ -87,7 +104,9 @@ static hj_status bm_build(hj_ctx_t *ctx, cpu_jit *j, int64_t M, int64_t K, int64
   emit_target tg = { .vector_bytes = bm_vector_bytes(j), .has_fma = true };
   emit_module_init(&em, ctx, jm.llctx, jm.mod, &tg);
   emit_kernel k;
-  st = emit_matmul_fusion(&em, fusion, fusion->calls[0]->root, name, &k);
+  const hlo_comp *fc = fusion->calls[0];   /* the dot: the root, or under the panels' reshape */
+  const hlo_instr *dot = fc->root->op == HLO_OP_RESHAPE ? fc->root->operands[0] : fc->root;
+  st = emit_matmul_fusion(&em, fusion, dot, name, &k);
   emit_module_dispose(&em);
   if (!st) st = cpu_jit_optimize(j, jm.mod);
   if (st) {
@@ -280,11 +299,16 @@ static uint16_t *bm_to_bf16(float *b, int64_t n) {
 }
 
 int main(int argc, char **argv) {
-  bool cold = false, bf16 = false;
-  while (argc > 1 && (!strcmp(argv[1], "--cold") || !strcmp(argv[1], "--bf16"))) {
+  bool cold = false, bf16 = false, panels = false;
+  while (argc > 1 && (!strcmp(argv[1], "--cold") || !strcmp(argv[1], "--bf16") || !strcmp(argv[1], "--panels"))) {
     if (!strcmp(argv[1], "--cold")) cold = true;
-    else bf16 = true;
+    else if (!strcmp(argv[1], "--bf16")) bf16 = true;
+    else panels = true;
     argv++, argc--;
+  }
+  if (panels && bf16) {
+    fprintf(stderr, "bench_matmul: --panels is for f32 weights (not with --bf16)\n");
+    return 2;
   }
   hj_ctx_options_t o;
   hj_ctx_options_init(&o);
@@ -298,6 +322,16 @@ int main(int argc, char **argv) {
   printf("host: %s (%s), vector bytes %d\n", cpu_jit_cpu_name(j), "LLVM", bm_vector_bytes(j));
   printf("OpenBLAS core: %s   config: %s\n", openblas_get_corename(), openblas_get_config());
   if (bf16) printf("rhs: bf16 for hlojit (f32 x bf16), the same values in f32 for OpenBLAS\n");
+  hj_ctx_t *cctx = NULL;   /* --panels: the CPU backend's panel order (hj_linear_panels) */
+  hj_ctx_options_t co;
+  hj_ctx_options_init(&co);
+  co.backend = HJ_BACKEND_CPU;
+  co.num_threads = 1;
+  if (panels && hj_ctx_create(&co, &cctx)) {
+    fprintf(stderr, "bench_matmul: setup failed: %s\n", cctx ? hj_ctx_error(cctx) : "");
+    return 1;
+  }
+  if (panels) printf("rhs: hlojit's in the CPU matmul's panel order (hj_linear_pack), OpenBLAS's as it is\n");
   static struct { int64_t K, N; bool trans; const char *what; } kn[] = {
     { 768, 2304, false, "qkv" }, { 768, 768, false, "attn.proj" }, { 768, 3072, false, "fc" },
     { 3072, 768, false, "fc.proj" }, { 768, 50304, true, "logits(wte^T)" },
@@ -332,7 +366,12 @@ int main(int argc, char **argv) {
     for (size_t mi = 0; mi < nms; mi++) {
       int64_t M = Ms[mi], K = kn[si].K, N = kn[si].N;
       bm_mm mm = { 0 };
-      if (bm_build(ctx, j, M, K, N, kn[si].trans, bf16, &mm)) {
+      int64_t kc = 0, nr = 0;
+      if (panels && hj_linear_panels(cctx, HJ_BACKEND_CPU, K, N, &kc, &nr)) {
+        fprintf(stderr, "bench_matmul: %s\n", hj_ctx_error(cctx));
+        return 1;
+      }
+      if (bm_build(ctx, j, M, K, N, kn[si].trans, bf16, kc, nr, &mm)) {
         fprintf(stderr, "build failed: %s\n", hj_ctx_error(ctx));
         return 1;
       }
@@ -343,7 +382,14 @@ int main(int argc, char **argv) {
       for (int i = 1; i < nb; i++)   /* different data: identical pages might get merged */
         bs[i] = bm_rand(K * N, &seed);
       void **hb = malloc(sizeof *hb * (size_t)nb);   /* what hlojit reads: bs, or bf16 copies */
-      for (int i = 0; i < nb; i++) hb[i] = bf16 ? (void *)bm_to_bf16(bs[i], K * N) : (void *)bs[i];
+      for (int i = 0; i < nb; i++) {
+        hb[i] = bf16 ? (void *)bm_to_bf16(bs[i], K * N) : (void *)bs[i];
+        if (kc && (hb[i] = bm_alloc((size_t)(K * N) * 4)) &&
+            hj_linear_pack(cctx, bs[i], kn[si].trans ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT, K, N, kc, nr, hb[i])) {
+          fprintf(stderr, "bench_matmul: %s\n", hj_ctx_error(cctx));
+          return 1;
+        }
+      }
       float *c = bm_alloc((size_t)(M * N * 4 + 64)), *ref = bm_alloc((size_t)(M * N * 4 + 64));
       void *bufs[3] = { a, hb[0], c };
       for (int t = 0; t < 2; t++) {
@@ -375,7 +421,7 @@ int main(int argc, char **argv) {
         free(scr);
       }
       for (int i = 0; i < nb; i++) {
-        if (bf16) free(hb[i]);
+        if (bf16 || kc) free(hb[i]);
         free(bs[i]);
       }
       free(hb), free(bs), free(a), free(c), free(ref);
@@ -402,6 +448,7 @@ int main(int argc, char **argv) {
   for (int t = 0; t < 2; t++) tp_destroy(pools[t]);
   free(rd.base);
   cpu_jit_destroy(j);
+  hj_ctx_destroy(cctx);
   hj_ctx_destroy(ctx);
   return bad;
 }

@@ -107,6 +107,7 @@
 #include "emitters/gpu_transpose.c"
 #include "emitters/loop.c"
 #include "emitters/matmul.c"
+#include "emitters/matmul_gemv.c"
 #include "emitters/reduction.c"
 #include "emitters/reduction_analyse.c"
 #include "emitters/transpose.c"

@@ -55,6 +55,11 @@ typedef struct hlo_backend {
   hj_status (*buffer_alloc)(hj_ctx_t *ctx, void *state, size_t bytes, void **out);
   void (*buffer_free)(hj_ctx_t *ctx, void *state, void *p);
   void (*buffer_host)(hj_ctx_t *ctx, void *state, void *p, size_t bytes);
+  /* Optional: the panel order (hj_linear_panels) in which the backend's matmul reads an
+     (in, out) weight in place: *kc divides |in|, *nr |out|; HJ_ERR_UNSUPPORTED with a
+     message when there is none for this shape. NULL: no panel order. */
+  hj_status (*linear_panels)(hj_ctx_t *ctx, void *state, int64_t in, int64_t out, int64_t *kc,
+                             int64_t *nr);
 } hlo_backend;
 
 /* backends/backends.c: every backend built in, in the order AUTO tries them, NULL last. */

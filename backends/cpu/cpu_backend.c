@@ -26,6 +26,7 @@
 #include "cpu_code_cache.h"
 #include "threadpool.h"
 #include "cpu_matmul.h"
+#include "../../hlojit_impl/emitters/matmul_plan.h"
 #include "../../hlojit_impl/backend.h"
 #include "../../hlojit_impl/runtime/runtime.h"
 #include <pthread.h>
@@ -94,11 +95,12 @@ static emit_target cpb_emit_target(cpu_jit *j) {
   if (cpb_has_feature(f, "+avx512f")) t.vector_bytes = 64;
   t.has_fma = cpb_has_feature(f, "+fma");
   t.has_f16c = cpb_has_feature(f, "+f16c");
+  t.matmul_panel_nr = emit_matmul_panel_nr(t.vector_bytes);
   return t;
 }
 
 static hj_status cpb_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_dot_canonicalize(m, changed);
+  return pass_dot_canonicalize(m, pc->matmul_panel_nr, changed);
 }
 static hj_status cpb_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   return pass_fusion_split(m, changed);
@@ -295,6 +297,24 @@ static hj_status cpb_profile(const void *exec, hj_profile_entry_t **out) {
 }
 static void cpb_profile_reset(void *exec) { th_profile_reset(((cpu_exec *)exec)->base.entry); }
 
+/* The panel order of hj_linear_panels: the micro-kernel's nr (emitters/matmul.c) and, for
+   kc, the divisor of |in| among the multiples of 8 nearest below the K step of 384 that
+   the plain matmul takes (else |in| itself, up to 768). */
+static hj_status cpb_linear_panels(hj_ctx_t *ctx, void *state, int64_t in, int64_t out,
+                                   int64_t *kc, int64_t *nr) {
+  cpb_state *s = state;
+  int64_t n = emit_matmul_panel_nr(cpb_emit_target(s->jit).vector_bytes), k = 0;
+  for (int64_t c = 384; c >= 8 && !k; c -= 8)
+    if (in % c == 0) k = c;
+  if (!k && in <= 768) k = in;
+  if (!k || out % n)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "hj_linear_panels: the CPU's panels are %lld wide with a K step "
+                   "dividing in; (in %lld, out %lld) %s", (long long)n, (long long)in, (long long)out,
+                   k ? "has out not a multiple of it" : "has no K step of 8..384 dividing in");
+  *kc = k, *nr = n;
+  return HJ_OK;
+}
+
 const hlo_backend hlo_backend_cpu = {
   .name = "cpu",
   .kind = HJ_BACKEND_CPU,
@@ -307,4 +327,5 @@ const hlo_backend hlo_backend_cpu = {
   .set_profiling = cpb_set_profiling,
   .profile = cpb_profile,
   .profile_reset = cpb_profile_reset,
+  .linear_panels = cpb_linear_panels,
 };

@@ -43,10 +43,18 @@
    used, the row's next piece prefetched) removed the copy's own work (bench_matmul fc
    64 x 768 x 3072, B in cache: 105 GFLOP/s against 94) but not the wait: with B from
    memory 87 against 86, and the prefill above 143.4 / 73.8 ms against 141.3 / 73.4; the
-   first strip then waits on memory instead. What would remove both is weights kept in the
-   packed panel order ([K/kc][N/nr][kc][nr]): read in place, a panel at a time, each
-   panel's contiguous read overlapping the compute of all its strips; the gemv could stream
-   that order as one sequential read.
+   first strip then waits on memory instead. What removed both is the weights kept in the
+   packed panel order (plan's rhs_panels, hj_linear's HJ_LINEAR_PANELS; cmm_panels_unit):
+   each panel read in place, contiguous, by all the strips of the A block in turn. The same
+   process, the same 124M weights as (in, out) / (out, in) or as panels (bench_gpt2's
+   "plain" and "kernel" rows, 1 / 2 threads): T = 64 142.6 / 75.3 ms against 115.1 / 62.6,
+   T = 256 507 / 282 against 475 / 252.
+
+   Panel-order B (rhs_panels): no B packing and no K blocks; the parts split N in whole
+   panels (each thread reads its own panels: contiguous stretches at every kc step), or M
+   when N has too few. Per A block and kc step, panel after panel, every mr-row strip of
+   the block runs on it; the epilogue runs per row after the last step. The gemv (gemvp)
+   takes a thread's run of panels per kc step, 4 panels side by side (4 streams).
 
    M = 1 (decode) uses the plan's gemv, B read once. B transposed: split over N (each output
    is one contiguous row of B). B normal: split over K in the plan's fixed blocks of
@@ -100,13 +108,13 @@ static size_t cmm_b_bytes(const struct emit_matmul_plan *p) {
 }
 static size_t cmm_per_thread(const struct emit_matmul_plan *p) {
   if (p->use_gemv) return 0;
-  return cmm_a_bytes(p) + cmm_b_bytes(p) + CMM_ALIGN((size_t)(p->mr * p->nr) * 4);
+  return cmm_a_bytes(p) + (p->rhs_panels ? 0 : cmm_b_bytes(p)) + CMM_ALIGN((size_t)(p->mr * p->nr) * 4);
 }
 
 /* B normal: K blocks, and the bytes of their partial results [B][kblocks][M][N] (none for
    one block). */
 static int64_t cmm_kblocks(const struct emit_matmul_plan *p) {
-  if (p->rhs_transposed || p->K <= 0 || p->gemv_kb <= 0) return 1;
+  if (p->rhs_transposed || p->rhs_panels || p->K <= 0 || p->gemv_kb <= 0) return 1;
   return (p->K + p->gemv_kb - 1) / p->gemv_kb;
 }
 static size_t cmm_partial_bytes(const struct emit_matmul_plan *p) {
@@ -338,6 +346,32 @@ static void cmm_gemm_unit(const cmm_job *J, char *scr, int64_t bi, int64_t kb, i
   }
 }
 
+/* Rows [m0,m1) and columns [n0,n1) (multiples of nr) of C with B in panel order (plan's
+   rhs_panels): per kc step, each panel (p, q) is read in place, contiguous, once per A
+   block, by every mr-row strip of the block in turn; the epilogue runs per row over the
+   unit's columns after the last step. */
+static void cmm_panels_unit(const cmm_job *J, char *scr, int64_t m0, int64_t m1, int64_t n0,
+                            int64_t n1) {
+  const struct emit_matmul_plan *p = J->p;
+  const int64_t N = p->N, K = p->K, kc = p->kc;
+  float *ap = (float *)scr, *tile = (float *)(scr + cmm_a_bytes(p));
+  const float *B = (const float *)J->b;
+  for (int64_t ic = m0; ic < m1; ic += p->mc) {
+    int64_t mcur = m1 - ic < p->mc ? m1 - ic : p->mc;
+    for (int64_t pc = 0; pc < K; pc += kc) {
+      cmm_pack_a(ap, J->a + ic * K + pc, K, mcur, kc, p->mr);
+      const float *bk = B + pc * N;   /* panel (pc / kc, jr / nr) at bk + jr * kc */
+      for (int64_t jr = n0; jr < n1; jr += p->nr)
+        for (int64_t ir = 0; ir < mcur; ir += p->mr) {
+          int64_t rows = mcur - ir < p->mr ? mcur - ir : p->mr;
+          cmm_tile(p, ap + ir * kc, bk + jr * kc, J->c + (ic + ir) * N + jr, N, kc, rows, p->nr,
+                   pc > 0, tile);
+        }
+    }
+    for (int64_t i = 0; p->epi && i < mcur; i++) p->epi(J->bufs, (ic + i) * N + n0, (ic + i) * N + n1);
+  }
+}
+
 /* [lo, hi) of part |q| of |parts| over |n| items in aligned groups of |al|. */
 static void cmm_part(int64_t n, int64_t al, int q, int parts, int64_t *lo, int64_t *hi) {
   int64_t g = (n + al - 1) / al;
@@ -358,7 +392,12 @@ static void cmm_gemv_units(const cmm_job *J, int64_t begin, int64_t end) {
     const float *x = J->a + bi * p->K;
     const char *Bm = J->b + bi * p->N * p->K * J->bes;   /* the gemv widens a bf16 B itself */
     float *y = J->c + bi * p->N;
-    if (p->rhs_transposed) {
+    if (p->rhs_panels) {   /* the panels of columns [lo, hi), one kc step after the other */
+      memset(y + lo, 0, (size_t)(hi - lo) * 4);
+      for (int64_t pc = 0; pc < p->K; pc += p->kc)
+        p->gemv(p->kc, x + pc, (const float *)Bm + pc * p->N + lo * p->kc, y + lo, p->kc * p->nr,
+                (hi - lo) / p->nr);
+    } else if (p->rhs_transposed) {
       p->gemv(p->K, x, (const float *)(Bm + lo * p->K * J->bes), y + lo, p->K, hi - lo);
     } else {
       int64_t k0 = kb * p->gemv_kb, kcur = p->K - k0 < p->gemv_kb ? p->K - k0 : p->gemv_kb;
@@ -426,7 +465,8 @@ static void cmm_task(void *user, int64_t begin, int64_t end) {
     int64_t m0 = 0, m1 = p->M, n0 = 0, n1 = p->N;
     if (J->split_n) cmm_part(p->N, p->nr, q, J->parts, &n0, &n1);
     else cmm_part(p->M, p->mr, q, J->parts, &m0, &m1);
-    if (m1 > m0 && n1 > n0) cmm_gemm_unit(J, scr, bi, kb, m0, m1, n0, n1);
+    if (m1 > m0 && n1 > n0 && p->rhs_panels) cmm_panels_unit(J, scr, m0, m1, n0, n1);
+    else if (m1 > m0 && n1 > n0) cmm_gemm_unit(J, scr, bi, kb, m0, m1, n0, n1);
   }
 }
 

@@ -112,7 +112,7 @@ static void cb_ctx_destroy(hj_ctx_t *ctx, void *state) { cb_state_free(state); }
 /* ---- the target ------------------------------------------------------------------------------ */
 
 static hj_status cb_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_dot_canonicalize(m, changed);
+  return pass_dot_canonicalize(m, 0, changed);
 }
 static hj_status cb_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   return pass_fusion_split(m, changed);

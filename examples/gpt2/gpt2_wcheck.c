@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   printf("format %s maxT=%d V=%d Vp=%d L=%d NH=%d C=%d copied=%d\n",
          w->format == GPT2_FORMAT_LLMC ? "llmc" : "safetensors", c->max_T, c->V, c->Vp, c->L,
          c->NH, c->C, w->n_copied);
-  static const char *const lay[] = {"vector", "rows", "out_in", "in_out"};
+  static const char *const lay[] = {"vector", "rows", "out_in", "in_out", "panels"};
   FILE *f = dump ? fopen(dump, "wb") : NULL;
   if (dump && !f) {
     fprintf(stderr, "gpt2_wcheck: cannot write %s\n", dump);

@@ -4,7 +4,7 @@
           [--greedy | --temperature T --top-k K --top-p P --seed S]
           [--backend auto|cpu|cuda|interp] [--threads N] [--print-ids]
           [--verify DIR] [--stats] [--vocab DIR] [--layers-per-graph N]
-          [--layouts kernel|stored] [--no-eot] [--no-jit] [--zero-copy] [--f32-weights]
+          [--layouts kernel|plain|stored] [--no-eot] [--no-jit] [--zero-copy] [--f32-weights]
           [--help]
 
    The model is an llm.c checkpoint or a Hugging Face model.safetensors (a directory means
@@ -65,7 +65,9 @@ static const char USAGE[] =
     "  --vocab DIR          encoder.json + vocab.bpe (default: beside the model, else GPT-2's)\n"
     "  --layers-per-graph N blocks per compiled graph (default 1; 0: the whole model)\n"
     "  --layouts L          kernel (default): each matrix in the layout the CPU kernels\n"
-    "                       stream fastest; stored: as the file stores them\n"
+    "                       read fastest (on the CPU, the matmul's panel order); plain:\n"
+    "                       the fastest of (in, out) and (out, in); stored: as the file\n"
+    "                       stores them\n"
     "  --no-eot             do not stop at <|endoftext|>\n"
     "  --no-jit             prefill without hlojit's tracing JIT (one compile per bucket)\n"
     "  --zero-copy          weights kept in the file's layout are not copied (less memory,\n"
@@ -78,7 +80,7 @@ static const char USAGE[] =
 typedef struct args {
   const char *model, *prompt, *ids, *verify, *vocab;
   int tokens, threads, layers_per_graph;
-  bool stored_layouts, no_jit, zero_copy, f32_weights, threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
+  bool stored_layouts, plain_layouts, no_jit, zero_copy, f32_weights, threads_set, greedy, sampling_flag, print_ids, stats, no_eot, help;
   gpt2_sampler_opts so;
   hj_backend_t backend;
 } args;
@@ -187,9 +189,10 @@ static int parse_args(int argc, char **argv, args *a) {
       a->so.top_p = d;
       a->sampling_flag = true;
     } else if (!strcmp(flag, "--layouts")) {
-      if (strcmp(val, "kernel") && strcmp(val, "stored"))
-        return usage_err("--layouts: '%s' is not kernel or stored", val, "");
+      if (strcmp(val, "kernel") && strcmp(val, "plain") && strcmp(val, "stored"))
+        return usage_err("--layouts: '%s' is not kernel, plain or stored", val, "");
       a->stored_layouts = !strcmp(val, "stored");
+      a->plain_layouts = !strcmp(val, "plain");
     } else if (!strcmp(flag, "--backend")) {
       static const char *const nm[] = {"auto", "interp", "cpu", "cuda"};
       static const hj_backend_t be[] = {HJ_BACKEND_AUTO, HJ_BACKEND_INTERP, HJ_BACKEND_CPU, HJ_BACKEND_CUDA};
@@ -449,6 +452,7 @@ int main(int argc, char **argv) {
   so.layers_per_graph = a.layers_per_graph;
   so.verify_dir = a.verify;
   so.kernel_layouts = !a.stored_layouts;
+  so.panels = !a.plain_layouts;
   so.prefill_jit = !a.no_jit;
   so.zero_copy = a.zero_copy;
   so.keep_bf16 = !a.f32_weights;

@@ -22,7 +22,9 @@ hj_tensor_t gpt2_norm(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b) {
 }
 
 hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout layout) {
-  return hj_linear(x, w, b, layout == GPT2_OUT_IN ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT);
+  return hj_linear(x, w, b, layout == GPT2_OUT_IN   ? HJ_LINEAR_OUT_IN
+                            : layout == GPT2_PANELS ? HJ_LINEAR_PANELS
+                                                    : HJ_LINEAR_IN_OUT);
 }
 
 hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p) {
@@ -106,6 +108,8 @@ hj_tensor_t gpt2_head(hj_tensor_t x, hj_tensor_t lnfw, hj_tensor_t lnfb, hj_tens
 /* ---- graphs ---------------------------------------------------------------------------- */
 
 static hj_shape_t shape_of(const gpt2_tensor *t) {
+  if (t->layout == GPT2_PANELS) // (in/kc, out/nr, kc, nr)
+    return HJ_SHAPE(t->shape[0] / t->panel[0], t->shape[1] / t->panel[1], t->panel[0], t->panel[1]);
   return t->ndim == 2 ? HJ_SHAPE(t->shape[0], t->shape[1]) : HJ_SHAPE(t->shape[0]);
 }
 
@@ -157,7 +161,9 @@ int gpt2_params(const gpt2_weights *w, const gpt2_spec *sp, gpt2_param *d, gpt2_
     decl(d, &k, "lnfb", HJ_F32, shape_of(&w->lnfb));
     if (sp->lm_head_t) {
       sig->lm_head = k;
-      decl(d, &k, "lm_head", sp->lm_head_bf16 ? HJ_BF16 : HJ_F32, HJ_SHAPE(C, w->wte.shape[0]));
+      const int64_t Vp = w->wte.shape[0], kc = sp->lm_head_panel[0], nr = sp->lm_head_panel[1];
+      decl(d, &k, "lm_head", sp->lm_head_bf16 ? HJ_BF16 : HJ_F32,
+           kc ? HJ_SHAPE(C / kc, Vp / nr, kc, nr) : HJ_SHAPE(C, Vp));
     }
   }
   sig->layer0 = k;
@@ -241,7 +247,8 @@ hj_status gpt2_body(hj_graph_t *g, const gpt2_weights *w, const gpt2_spec *sp,
       row = hj_dynamic_slice(x, st, one_row); // (1, C)
     }
     hj_tensor_t lnfw = p[sig->lnfw], lnfb = p[sig->lnfb];
-    out = sp->lm_head_t ? gpt2_head(row, lnfw, lnfb, p[sig->lm_head], GPT2_IN_OUT) // (1, Vp)
+    const gpt2_layout lay = sp->lm_head_panel[0] ? GPT2_PANELS : GPT2_IN_OUT;
+    out = sp->lm_head_t ? gpt2_head(row, lnfw, lnfb, p[sig->lm_head], lay) // (1, Vp)
                         : gpt2_head(row, lnfw, lnfb, wte, GPT2_OUT_IN);
   }
 

@@ -52,7 +52,8 @@
      wte (Vp, C), wpe (maxT, C)     when embed or head (wpe only with embed; wte not for
                                     a head with lm_head_t, unless it embeds too)
      lnfw, lnfb (C)                 with head
-     lm_head (C, Vp)                with head and lm_head_t: wte transposed
+     lm_head (C, Vp)                with head and lm_head_t: wte transposed (in panel
+                                    order, (C/kc, Vp/nr, kc, nr), with lm_head_panel)
      12 per block, in gpt2_layer's order (ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b
                                           fcw fcb fcprojw fcprojb), shapes as stored
      decode: kc (NH, hs, Tc), vc (NH, Tc, hs) per block
@@ -86,7 +87,7 @@ hj_tensor_t gpt2_embed(hj_tensor_t wte, hj_tensor_t wpe_rows, hj_tensor_t ids);
 /* Layer norm over the last dim, GPT-2's eps. */
 hj_tensor_t gpt2_norm(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b);
 /* x (n, in) -> (n, out) + b (HJ_NONE: none); |w| (out, in) for GPT2_OUT_IN, (in, out) for
-   GPT2_IN_OUT (hj_linear). */
+   GPT2_IN_OUT, (in/kc, out/nr, kc, nr) for GPT2_PANELS (hj_linear). */
 hj_tensor_t gpt2_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, gpt2_layout layout);
 /* fcproj(gelu_tanh(fc(h))): (n, C) -> (n, C) */
 hj_tensor_t gpt2_mlp(hj_tensor_t h, const gpt2_lparams *p);
@@ -122,6 +123,7 @@ typedef struct gpt2_spec {
   bool verify;  /* adds the emb and res outputs */
   bool lm_head_t; /* the head reads a parameter of its own, wte transposed (C, Vp) */
   bool lm_head_bf16; /* ... held in bf16 (session.h, WEIGHTS) */
+  int64_t lm_head_panel[2]; /* ... in the CPU's panel order: kc, nr (0: (C, Vp) as it is) */
 } gpt2_spec;
 
 /* Where each parameter and output sits (index into the exec's inputs / outputs). */

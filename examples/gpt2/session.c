@@ -57,6 +57,8 @@ struct gpt2_session {
   gpt2_layer *wv_layers;
   hj_buffer_t *wte, *wpe, *lnfw, *lnfb, *lm_head; /* lm_head: wte^T (C, Vp), or NULL */
   bool lm_head_bf16;        /* lm_head is kept in bf16 (WEIGHTS) */
+  int64_t lm_head_panel[2]; /* lm_head in the CPU's panel order: kc, nr (else 0) */
+  bool panels;              /* block matrices in the CPU's panel order where it has one */
   hj_buffer_t **lw; /* L x 12, in gpt2_layer's order */
   exe_entry **exe;
   int n_exe;
@@ -84,7 +86,7 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
                            .layers_per_graph = 1, .verify_dir = NULL,
-                           .kernel_layouts = true, .prefill_jit = true, .zero_copy = false,
+                           .kernel_layouts = true, .panels = true, .prefill_jit = true, .zero_copy = false,
                            .keep_bf16 = true};
 }
 
@@ -148,6 +150,49 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, 
   return 0;
 }
 
+/* A new f32 buffer holding matrix |t| in the CPU backend's panel order (LAYOUTS), *view
+   describing it; 1 (nothing made, no error) when the backend has no panel order for its
+   shape. */
+static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, gpt2_tensor *view, hj_buffer_t **out,
+                        gpt2_err *err) {
+  const bool oi = t->layout == GPT2_OUT_IN;
+  const int64_t in = t->shape[oi], n_out = t->shape[!oi];
+  int64_t kc, nr;
+  if (hj_linear_panels(s->ctx, HJ_BACKEND_CPU, in, n_out, &kc, &nr)) {
+    hj_ctx_clear_error(s->ctx);
+    return 1;
+  }
+  float *wide = NULL;
+  const float *src = t->data;
+  if (t->dtype != GPT2_F32) {
+    if (!(wide = malloc(sizeof *wide * (size_t)(in * n_out)))) return gpt2_errf(err, "out of memory");
+    for (int64_t i = 0; i < in * n_out; i++) wide[i] = elem(t, i);
+    src = wide;
+  }
+  int rc = 0;
+  if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(in / kc, n_out / nr, kc, nr), out) ||
+      hj_linear_pack(s->ctx, src, oi ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT, in, n_out, kc, nr,
+                     hj_buffer_host_ptr(*out)))
+    rc = gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+  free(wide);
+  *view = *t;
+  view->dtype = GPT2_F32;
+  view->layout = GPT2_PANELS;
+  view->shape[0] = in, view->shape[1] = n_out;
+  view->panel[0] = kc, view->panel[1] = nr;
+  return rc;
+}
+
+/* The lm_head's own copy of wte (kernel_layouts): in panel order where the CPU has one,
+   else transposed to (C, Vp); *lm describes it. */
+static int lm_head_buffer(gpt2_session *s, bool keep16, gpt2_tensor *lm, gpt2_err *err) {
+  gpt2_tensor wte = s->w->wte;   /* (Vp, C): the tied head's (out, in) */
+  wte.layout = GPT2_OUT_IN;
+  int rc = s->panels ? panel_buffer(s, &wte, lm, &s->lm_head, err) : 1;
+  if (rc == 0) s->lm_head_panel[0] = lm->panel[0], s->lm_head_panel[1] = lm->panel[1];
+  return rc < 0 ? -1 : rc > 0 ? tensor_buffer(s, &s->w->wte, true, keep16, lm, &s->lm_head, err) : 0;
+}
+
 /* With kernel_layouts, the layout block matrix |i| (gpt2_layer's order) is kept in. */
 static gpt2_layout kept_layout(const gpt2_session *s, int i, gpt2_layout stored) {
   if (!s->o.kernel_layouts || stored == GPT2_VECTOR) return stored;
@@ -183,12 +228,13 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   /* bf16 matrices stay bf16 where a matmul reads them (not wte when the embedding's gather
      reads it too), on the CPU backend only (WEIGHTS; AUTO: where it resolves to the CPU) */
   const bool any16 = w->wte.dtype == GPT2_BF16 || (L > 0 && w->layer[0].qkvw.dtype == GPT2_BF16);
-  const bool k16 = s->o.keep_bf16 && any16 && runs_on_cpu(s);
+  const bool cpu = runs_on_cpu(s), k16 = s->o.keep_bf16 && any16 && cpu;
+  s->panels = s->o.kernel_layouts && s->o.panels && !s->o.zero_copy && !k16 && cpu;
   if (tensor_buffer(s, &w->wte, false, false, &s->wv.wte, &s->wte, err) ||
       tensor_buffer(s, &w->wpe, false, false, &s->wv.wpe, &s->wpe, err) ||
       tensor_buffer(s, &w->lnfw, false, false, &s->wv.lnfw, &s->lnfw, err) ||
       tensor_buffer(s, &w->lnfb, false, false, &s->wv.lnfb, &s->lnfb, err) ||
-      (s->o.kernel_layouts && tensor_buffer(s, &w->wte, true, k16, &lm, &s->lm_head, err)))
+      (s->o.kernel_layouts && lm_head_buffer(s, k16, &lm, err)))
     return -1;
   s->lm_head_bf16 = s->lm_head && lm.dtype == GPT2_BF16;
   for (int l = 0; l < L; l++) {
@@ -203,8 +249,9 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
     for (int i = 0; i < GPT2_LAYER_PARAMS; i++) {
       bool tr = kept_layout(s, i, t[i]->layout) != t[i]->layout;
       bool mat = t[i]->layout != GPT2_VECTOR;
-      if (tensor_buffer(s, t[i], tr, k16 && mat, tv[i], &s->lw[l * GPT2_LAYER_PARAMS + i], err))
-        return -1;
+      hj_buffer_t **b = &s->lw[l * GPT2_LAYER_PARAMS + i];
+      int rc = s->panels && mat ? panel_buffer(s, t[i], tv[i], b, err) : 1;
+      if (rc < 0 || (rc > 0 && tensor_buffer(s, t[i], tr, k16 && mat, tv[i], b, err))) return -1;
     }
   }
   return 0;
@@ -232,7 +279,8 @@ static int make_stages(gpt2_session *s, gpt2_err *err) {
 static bool same_spec(const gpt2_spec *a, const gpt2_spec *b) {
   return a->phase == b->phase && a->n == b->n && a->Tc == b->Tc && a->n_blocks == b->n_blocks &&
          a->embed == b->embed && a->head == b->head && a->verify == b->verify &&
-         a->lm_head_t == b->lm_head_t && a->lm_head_bf16 == b->lm_head_bf16 && a->dyn_rows == b->dyn_rows;
+         a->lm_head_t == b->lm_head_t && a->lm_head_bf16 == b->lm_head_bf16 && a->dyn_rows == b->dyn_rows &&
+         a->lm_head_panel[0] == b->lm_head_panel[0] && a->lm_head_panel[1] == b->lm_head_panel[1];
 }
 
 static const char *stage_name(const gpt2_spec *sp) {
@@ -431,7 +479,8 @@ static int run_stages(gpt2_session *s, gpt2_phase phase, int T, int nreal, hj_bu
                     .dyn_rows = jit,
                     .Tc = phase == GPT2_DECODE && t->nb ? s->Tc : 0, .n_blocks = t->nb,
                     .embed = t->embed, .head = t->head, .verify = s->o.verify_dir != NULL,
-                    .lm_head_t = t->head && s->lm_head, .lm_head_bf16 = t->head && s->lm_head_bf16};
+                    .lm_head_t = t->head && s->lm_head, .lm_head_bf16 = t->head && s->lm_head_bf16,
+                    .lm_head_panel = {t->head ? s->lm_head_panel[0] : 0, t->head ? s->lm_head_panel[1] : 0}};
     const exe_entry *x_e = NULL;
     if (get_exe(s, &sp, &x_e, err)) return -1;
     const gpt2_sig *g = &x_e->sig;

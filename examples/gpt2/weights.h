@@ -53,7 +53,9 @@
 #include "gpt2_err.h"
 
 typedef enum { GPT2_F32 = 0, GPT2_BF16 = 1 } gpt2_dtype;
-typedef enum { GPT2_VECTOR = 0, GPT2_ROWS, GPT2_OUT_IN, GPT2_IN_OUT } gpt2_layout;
+/* GPT2_PANELS: never in a file; the session's copy of a matrix in the CPU backend's panel
+   order (session.h, LAYOUTS): shape (in, out), buffer (in/kc, out/nr, kc, nr). */
+typedef enum { GPT2_VECTOR = 0, GPT2_ROWS, GPT2_OUT_IN, GPT2_IN_OUT, GPT2_PANELS } gpt2_layout;
 typedef enum { GPT2_FORMAT_LLMC = 0, GPT2_FORMAT_SAFETENSORS } gpt2_format;
 
 typedef struct gpt2_tensor {
@@ -62,6 +64,7 @@ typedef struct gpt2_tensor {
   int ndim;          /* 1 or 2 */
   int64_t shape[2];  /* as stored: (out, in) for GPT2_OUT_IN, (in, out) for GPT2_IN_OUT */
   gpt2_layout layout;
+  int64_t panel[2];  /* GPT2_PANELS: kc, nr (hj_linear_panels) */
   char name[64];     /* the file's name for it: "h.3.attn.c_attn.weight", "qkvw[3]" */
 } gpt2_tensor;
 

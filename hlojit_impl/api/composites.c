@@ -14,8 +14,10 @@
      are broadcast to them, and dot_general takes them as batch dims;
    - a rank-1 a is (1, K) and a rank-1 b is (K, 1), the added dim removed afterwards. */
 #include "api.h"
+#include "../backend.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static hj_tensor_t cmp_poison(hj_graph_t *g) { return (hj_tensor_t){ g, -1 }; }
 
@@ -436,7 +438,10 @@ hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse)
 /* x (..., in) against w (in, out) or (out, in): one dot contracting x's last dim with w's
    "in" dim, no batch dims; dot puts lhs free dims before rhs free dims, so the result is
    (..., out) as it stands. The CPU backend has matmul kernels for both weight layouts, so
-   nothing is transposed at run time. */
+   nothing is transposed at run time. Panels, w (P, Q, kc, nr): x reshaped to
+   (..., P, kc), contracting (P, kc) with w's dims 0 and 2 (k = p*kc + i, the plain dot's
+   order), the result (..., Q, nr) reshaped to (..., out) (passes/dot_canon.c). A dynamic
+   dim of x's is written -1 in both reshapes. */
 hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_layout_t layout) {
   const char *op = "hj_linear";
   hj_tensor_t ts[2] = { x, w };
@@ -449,14 +454,21 @@ hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_lay
   hlo_shape_str(sw, s1, sizeof s1);
   if ((unsigned)layout >= HJ_LINEAR_LAYOUT_COUNT)
     return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: invalid layout %d", op, (int)layout);
-  if (!hlo_shape_is_array(sx) || !hlo_shape_is_array(sw) || sx->rank < 1 || sw->rank != 2)
-    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 and w rank 2 (x %s, w %s)", op, s0, s1);
+  bool panels = layout == HJ_LINEAR_PANELS;
+  if (!hlo_shape_is_array(sx) || !hlo_shape_is_array(sw) || sx->rank < 1 || sw->rank != (panels ? 4 : 2) ||
+      sx->rank >= HJ_MAX_RANK)
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 and w rank %d (x %s, w %s)", op,
+                          panels ? 4 : 2, s0, s1);
+  if (panels && (sw->type != HLO_F32 || sx->type != HLO_F32))
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: panel-order weights and x must be f32 (x %s, w %s)", op, s0, s1);
   if (!hj__dot_types(g, op, v[0], v[1])) return cmp_poison(g);   /* f32 x with bf16 w: mixed */
-  int64_t kin = layout == HJ_LINEAR_IN_OUT ? 0 : 1, nin = sw->dims[kin], nout = sw->dims[1 - kin];
+  int64_t kin = layout == HJ_LINEAR_OUT_IN ? 1 : 0;
+  int64_t nin = panels ? sw->dims[0] * sw->dims[2] : sw->dims[kin];
+  int64_t nout = panels ? sw->dims[1] * sw->dims[3] : sw->dims[1 - kin];
+  static const char *lay[] = { "(in, out)", "(out, in)", "(in/kc, out/nr, kc, nr)" };
   if (sx->dims[sx->rank - 1] != nin)
-    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x has %lld features, w %s (%s) takes %lld (x %s)", op,
-                          (long long)sx->dims[sx->rank - 1], s1,
-                          layout == HJ_LINEAR_IN_OUT ? "(in, out)" : "(out, in)", (long long)nin, s0);
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x has %lld features, w %s %s takes %lld (x %s)", op,
+                          (long long)sx->dims[sx->rank - 1], s1, lay[layout], (long long)nin, s0);
   if (b.graph) {
     hlo_instr *bi = NULL;
     hj_tensor_t tb[3] = { x, w, b };
@@ -468,9 +480,72 @@ hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_lay
       return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: the bias must be %s[%lld] (b %s)", op,
                             hlo_type_name(sx->type), (long long)nout, hlo_shape_str(&bi->shape, s2, sizeof s2));
   }
-  int64_t cx = sx->rank - 1;
-  hj_dot_dims_t d = { .lhs_contracting = &cx, .n_lhs_contracting = 1, .rhs_contracting = &kin,
-                      .n_rhs_contracting = 1 };
-  hj_tensor_t y = hj_dot_general(x, w, &d);                        /* (..., out) */
+  hj_tensor_t y;
+  if (!panels) {
+    int64_t cx = sx->rank - 1;
+    hj_dot_dims_t d = { .lhs_contracting = &cx, .n_lhs_contracting = 1, .rhs_contracting = &kin,
+                        .n_rhs_contracting = 1 };
+    y = hj_dot_general(x, w, &d);                                  /* (..., out) */
+  } else {
+    int r = sx->rank;
+    hj_shape_t xs = { .rank = r + 1 }, ys = { .rank = r };
+    bool inferred = false;
+    for (int i = 0; i < r - 1; i++) {
+      int64_t d = sx->dims[i];
+      xs.dims[i] = ys.dims[i] = d >= 0 ? d : inferred ? -d : -1;
+      inferred |= d < 0;
+    }
+    xs.dims[r - 1] = sw->dims[0], xs.dims[r] = sw->dims[2];
+    ys.dims[r - 1] = nout;
+    int64_t cx[2] = { r - 1, r }, cw[2] = { 0, 2 };
+    hj_dot_dims_t d = { .lhs_contracting = cx, .n_lhs_contracting = 2, .rhs_contracting = cw,
+                        .n_rhs_contracting = 2 };
+    y = hj_reshape(hj_dot_general(hj_reshape(x, xs), w, &d), ys);  /* (..., Q, nr) -> (..., out) */
+  }
   return b.graph ? hj_add(y, b) : y;
+}
+
+hj_status hj_linear_panels(hj_ctx_t *ctx, hj_backend_t backend, int64_t in, int64_t out,
+                           int64_t *kc, int64_t *nr) {
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!kc || !nr || in <= 0 || out <= 0 || (unsigned)backend >= HJ_BACKEND_COUNT)
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_linear_panels: need in, out > 0, kc, nr and a backend "
+                   "(in %lld, out %lld, backend %d)", (long long)in, (long long)out, (int)backend);
+  *kc = *nr = 0;
+  const hlo_backend *be = hlo_backend_find(backend == HJ_BACKEND_AUTO ? HJ_BACKEND_CPU : backend);
+  if (!be || !be->linear_panels)
+    return hj__err(ctx, HJ_ERR_UNSUPPORTED, "hj_linear_panels: the %s backend has no panel order",
+                   be ? be->name : "requested");
+  void **state = &ctx->backend_state[be->kind];
+  hj_status st = HJ_OK;
+  if (be->ctx_create && !*state && (st = be->ctx_create(ctx, state)) != HJ_OK) return st;
+  return be->linear_panels(ctx, *state, in, out, kc, nr);
+}
+
+hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layout, int64_t in,
+                         int64_t out, int64_t kc, int64_t nr, float *dst) {
+  if (!ctx) return HJ_ERR_INVALID_ARG;
+  if (!w || !dst || (layout != HJ_LINEAR_IN_OUT && layout != HJ_LINEAR_OUT_IN) || in <= 0 ||
+      out <= 0 || kc <= 0 || nr <= 0 || in % kc || out % nr || in > INT64_MAX / 4 / out)
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_linear_pack: need w and dst, layout IN_OUT or OUT_IN, "
+                   "and kc, nr dividing in, out (layout %d, in %lld, out %lld, kc %lld, nr %lld)", (int)layout,
+                   (long long)in, (long long)out, (long long)kc, (long long)nr);
+  if ((const char *)dst < (const char *)(w + in * out) && (const char *)w < (const char *)(dst + in * out))
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_linear_pack: dst overlaps w");
+  const int64_t Q = out / nr;
+  if (layout == HJ_LINEAR_IN_OUT) {   /* row k of (in, out) -> row k % kc of blocks (k / kc, q) */
+    for (int64_t k = 0; k < in; k++)
+      for (int64_t q = 0; q < Q; q++)
+        memcpy(dst + ((k / kc * Q + q) * kc + k % kc) * nr, w + k * out + q * nr, sizeof *dst * (size_t)nr);
+    return HJ_OK;
+  }
+  for (int64_t q = 0; q < Q; q++)     /* (out, in): block by block, reading whole pieces of rows */
+    for (int64_t p = 0; p < in / kc; p++) {
+      float *d = dst + (p * Q + q) * kc * nr;
+      for (int64_t j = 0; j < nr; j++) {
+        const float *r = w + (q * nr + j) * in + p * kc;
+        for (int64_t i = 0; i < kc; i++) d[i * nr + j] = r[i];
+      }
+    }
+  return HJ_OK;
 }

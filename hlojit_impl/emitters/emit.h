@@ -47,6 +47,10 @@ typedef struct emit_target {
   int vector_bytes;    /* preferred vector register size: 64 (AVX-512), 32 (AVX2), 16 */
   bool has_fma;
   bool has_f16c;       /* hardware half <-> float conversion */
+  /* CPU: the nr (floats) of the matmul micro-kernel, which a dot whose rhs is in panel
+     order (passes/dot_canon.c, hj_linear's HJ_LINEAR_PANELS) must have to be read in place;
+     0: no panel-order rhs (dot_canon turns it into a plain one). emit_matmul_panel_nr. */
+  int matmul_panel_nr;
   /* GPU only (gpu true; see "GPU targets" below): */
   int gpu_sm;          /* the arch the PTX is for: 80 (sm_80) or 90 (sm_90a) */
   int gpu_sm_count;    /* multiprocessors of the device (0: unknown; tiling choices) */

@@ -33,103 +33,10 @@
    remainder (M % 8 = 0). For M = 1 the plan asks for gemv instead: B streamed once, 1 or 8 whole
    rows at a time, into y in L1 (the driver gives each thread a contiguous run of K blocks
    and sums their partial results). */
-#include "emit.h"
-#include "matmul_plan.h"
+#include "matmul_internal.h"
 #include <stdlib.h>
 
-/* ---- LLVM helpers -------------------------------------------------------------------------- */
-
-static LLVMValueRef emx_i64(emit_module *em, int64_t v) {
-  return LLVMConstInt(em->t_i64, (unsigned long long)v, 1);
-}
-
-static LLVMValueRef emx_gep(emit_module *em, LLVMValueRef base, LLVMValueRef off) {
-  return LLVMBuildGEP2(em->b, em->t_f32, base, &off, 1, "");
-}
-
-static LLVMValueRef emx_load(emit_module *em, LLVMTypeRef t, LLVMValueRef p) {
-  LLVMValueRef v = LLVMBuildLoad2(em->b, t, p, "");
-  LLVMSetAlignment(v, 4);
-  return v;
-}
-
-/* B's elements (the gemvs): f32, or bf16 widened to f32 as loaded (plan's rhs_bf16). */
-static LLVMValueRef emx_gep_b(emit_module *em, LLVMValueRef base, LLVMValueRef off, bool bf16) {
-  return LLVMBuildGEP2(em->b, bf16 ? em->t_i16 : em->t_f32, base, &off, 1, "");
-}
-
-/* bf16 bits (i16 or <n x i16>) -> f32 of the same shape: zext, shift up 16, bitcast. */
-static LLVMValueRef emx_widen_bf16(emit_module *em, LLVMValueRef h, LLVMTypeRef ft) {
-  LLVMBuilderRef b = em->b;
-  LLVMTypeRef ht = LLVMTypeOf(h);
-  bool vec = LLVMGetTypeKind(ht) == LLVMVectorTypeKind;
-  unsigned n = vec ? LLVMGetVectorSize(ht) : 1;
-  LLVMTypeRef it = vec ? LLVMVectorType(em->t_i32, n) : em->t_i32;
-  LLVMValueRef w = LLVMBuildZExt(b, h, it, "");
-  LLVMValueRef sh = LLVMConstInt(em->t_i32, 16, 0);
-  if (vec) {
-    LLVMValueRef lanes[16];
-    for (unsigned i = 0; i < n; i++) lanes[i] = sh;
-    sh = LLVMConstVector(lanes, n);
-  }
-  return LLVMBuildBitCast(b, LLVMBuildShl(b, w, sh, ""), ft, "");
-}
-
-/* A |t| (f32 or <vw x float>) of B at |p|. */
-static LLVMValueRef emx_load_b(emit_module *em, LLVMTypeRef t, LLVMValueRef p, bool bf16) {
-  if (!bf16) return emx_load(em, t, p);
-  bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
-  LLVMTypeRef ht = vec ? LLVMVectorType(em->t_i16, LLVMGetVectorSize(t)) : em->t_i16;
-  LLVMValueRef v = LLVMBuildLoad2(em->b, ht, p, "");
-  LLVMSetAlignment(v, 2);
-  return emx_widen_bf16(em, v, t);
-}
-
-static void emx_store(emit_module *em, LLVMValueRef v, LLVMValueRef p) {
-  LLVMSetAlignment(LLVMBuildStore(em->b, v, p), 4);
-}
-
-static LLVMValueRef emx_splat(emit_module *em, LLVMValueRef s, int vw) {
-  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
-  LLVMValueRef v = LLVMBuildInsertElement(em->b, LLVMGetPoison(vt), s,
-                                          LLVMConstInt(em->t_i32, 0, 0), "");
-  LLVMValueRef mask = LLVMConstNull(LLVMVectorType(em->t_i32, (unsigned)vw));
-  return LLVMBuildShuffleVector(em->b, v, LLVMGetPoison(vt), mask, "");
-}
-
-/* a*b+c through llvm.fma (one rounding: the same bits scalar or vector). */
-static LLVMValueRef emx_fma(emit_module *em, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
-  LLVMValueRef args[3] = { a, b, c };
-  return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 3, "");
-}
-
-static void emx_attr(emit_module *em, LLVMValueRef fn, unsigned idx, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(em->llctx, kind, 0));
-}
-
-/* A function of type (i64, ptr, ptr, ptr, i64, i64) with noalias pointers, positioned at a
-   fresh entry block. Explicit 512-bit vectors must not be split by a 256-bit preference. */
-static LLVMValueRef emx_fn_begin(emit_module *em, const char *name, int vw) {
-  LLVMTypeRef ps[6] = { em->t_i64, em->t_ptr, em->t_ptr, em->t_ptr, em->t_i64, em->t_i64 };
-  LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(em->t_void, ps, 6, 0));
-  for (unsigned i = 2; i <= 4; i++) emx_attr(em, fn, i, "noalias");
-  emx_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind");
-  char w[16];
-  snprintf(w, sizeof w, "%d", vw * 32);
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(em->llctx, "min-legal-vector-width", 22, w,
-                                                    (unsigned)strlen(w)));
-  LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->llctx, fn, "entry"));
-  return fn;
-}
-
 /* ---- the micro-kernel ------------------------------------------------------------------------ */
-
-#define EMM_MAX_ACC 32
 
 /* ukr with |rows| rows (A stride |mr|), nr = nv vectors of vw floats; see matmul_plan.h. */
 static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw) {
@@ -189,274 +96,6 @@ static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
   }
 }
 
-/* ---- gemv (M = 1) ------------------------------------------------------------------------------ */
-
-/* A counted loop j = |start|; j + step <= n; j += step around |body|; returns the j after. */
-typedef void (*emm_body_fn)(emit_module *em, LLVMValueRef fn, LLVMValueRef *args, LLVMValueRef j, int arg);
-static LLVMValueRef emx_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef start,
-                                  LLVMValueRef n, int64_t step, emm_body_fn body,
-                                  LLVMValueRef *args, int arg) {
-  LLVMBuilderRef b = em->b;
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(em->llctx, fn, "jh");
-  LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(em->llctx, fn, "jb");
-  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(em->llctx, fn, "jx");
-  LLVMBuildBr(b, head);
-  LLVMPositionBuilderAtEnd(b, head);
-  LLVMValueRef j = LLVMBuildPhi(b, em->t_i64, "j");
-  LLVMValueRef jn = LLVMBuildAdd(b, j, emx_i64(em, step), "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, jn, n, ""), bodyb, exit);
-  LLVMPositionBuilderAtEnd(b, bodyb);
-  body(em, fn, args, j, arg);
-  LLVMBasicBlockRef last = LLVMGetInsertBlock(b);
-  LLVMBuildBr(b, head);
-  LLVMAddIncoming(j, (LLVMValueRef[]){ start, jn }, (LLVMBasicBlockRef[]){ pre, last }, 2);
-  LLVMPositionBuilderAtEnd(b, exit);
-  return j;
-}
-
-/* llvm.masked.load / llvm.masked.store of a <vw x float> (lanes off in |mask| untouched). */
-static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMTypeRef vt, LLVMValueRef p,
-                               LLVMValueRef mask) {
-  const char *nm = store_val ? "llvm.masked.store" : "llvm.masked.load";
-  unsigned id = LLVMLookupIntrinsicID(nm, strlen(nm));
-  LLVMTypeRef ts[2] = { vt, em->t_ptr };
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, ts, 2);
-  LLVMValueRef align = LLVMConstInt(em->t_i32, LLVMGetElementType(vt) == em->t_i16 ? 2 : 4, 0);
-  LLVMValueRef args[4] = { store_val, p, align, mask };
-  if (!store_val) args[0] = p, args[1] = align, args[2] = mask, args[3] = LLVMGetPoison(vt);
-  return LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, ts, 2), fn, args, 4, "");
-}
-
-/* The gemv for B normal streams whole rows (see matmul_plan.h): per group of R rows (the
-   plan's gemv_rows, 1 or 8; then 1 at a time for the rest), one pass over y[0, n):
-   y[j] = fma(x[k+R-1], b[k+R-1][j], ... fma(x[k], b[k][j], y[j])), n % vw columns by
-   masked loads. The same fma chain per column as a column-at-a-time loop, whatever R, but
-   B is read as R sequential streams of whole rows and y stays in L1/L2 (what OpenBLAS's
-   sgemv_n does too). In a C model of it on Zen 5 this read B at 0.94 of a plain streaming
-   read on one thread, blocks of columns walked down the rows at 0.92.
-   Row group args: x, b, y, ldb, nfull (n - n % vw), rem (n % vw), lane ids; arg = R | bf16 << 8
-   (B's elements bf16, widened as loaded).
-   R = 1 for every shape (B as one sequential stream, y updated in L1) was tried on Zen 4
-   (AVX-512): bench_matmul M = 1 on 1 thread read B at 0.89-1.06 of the bandwidth (one run
-   0.71) against 0.52-0.79 for R = 4, but inside the runtime it lost on long rows (GPT-2
-   decode fc 13-17 GB/s against 23; bench_gpt2 decode 30.8 ms against 23.2), and in
-   bench_matmul its speed later moved (0.41-1.02) with builds that only moved the partial y.
-   bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
-   model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). R = 1 is kept for short rows only
-   (emit_matmul_plan, gemv_rows). */
-#define EMM_GEMV_ROWS 8   /* the most rows per group (array sizes) */
-/* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs in groups of rows prefetch the
-   rows EMM_PF_GROUPS row groups ahead (one row at a time, B is one stream already): a bf16
-   row is half as long, so the hardware prefetcher meets twice as many fresh streams per
-   byte. bench_matmul --bf16, M = 1, fresh B, Zen 3, one run each, with 4-row groups:
-   fc.proj (3072 x 768) 7.2 -> 10.6 GB/s on 1 thread, 12.0 -> 18.8 on 2; qkv, fc 0.65-0.81
-   -> 0.82-1.05 of the read bandwidth; 1, 2 or 4 groups ahead alike within the noise. The
-   f32 gemvs are left without: on Zen 4 (AVX-512, 1 thread, GPT-2 124M decode, HLOJIT_PROFILE=1
-   build/gpt2, 2 runs each, alternated) prefetching their next group one group ahead took a
-   block from 1.35-1.46 ms to 1.59-1.63 (B normal) or 1.56-1.66 (both kinds) and the lm_head
-   (B normal, 8 rows of 196 KiB per group: 1.6 MiB ahead) from 6.4 to 9.1-9.2 ms; a group of
-   f32 rows lies past L1, and the hardware prefetcher keeps up with the rows it sees. */
-#define EMM_PF_GROUPS 2
-static void emx_prefetch(emit_module *em, LLVMValueRef p) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-  LLVMTypeRef t = em->t_ptr;
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
-  LLVMValueRef args[4] = { p, LLVMConstInt(em->t_i32, 0, 0), LLVMConstInt(em->t_i32, 3, 0),
-                           LLVMConstInt(em->t_i32, 1, 0) };
-  LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 4, "");
-}
-
-static void emx_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int rows) {
-  LLVMTypeRef vt = LLVMTypeOf(a[EMM_GEMV_ROWS + 1]);
-  bool bf16 = rows >> 8;
-  rows &= 255;
-  LLVMValueRef py = emx_gep(em, a[0], j), acc = emx_load(em, vt, py);
-  for (int r = 0; r < rows; r++)
-    acc = emx_fma(em, a[1 + EMM_GEMV_ROWS + r], emx_load_b(em, vt, emx_gep_b(em, a[1 + r], j, bf16), bf16), acc);
-  emx_store(em, acc, py);
-  if (bf16 && a[1 + 2 * EMM_GEMV_ROWS])   /* the next group's rows, ahead of the hardware */
-    for (int r = 0; r < rows; r++) emx_prefetch(em, emx_gep_b(em, a[1 + 2 * EMM_GEMV_ROWS + r], j, bf16));
-}
-
-static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef k, int arg) {
-  LLVMBuilderRef b = em->b;
-  int rows = arg >> 8 & 255, vw = arg & 255;
-  bool bf16 = arg >> 16;
-  LLVMValueRef c[1 + 3 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x, prefetch */
-  for (int r = 0; r < rows; r++) {
-    LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
-    c[1 + r] = emx_gep_b(em, a[1], LLVMBuildMul(b, kr, a[3], ""), bf16);
-    if (bf16 && rows > 1)   /* row k + r two groups on (see emx_prefetch) */
-      c[1 + 2 * EMM_GEMV_ROWS + r] = emx_gep_b(em, c[1 + r], LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), a[3], ""), bf16);
-    c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
-  }
-  for (int r = rows; r < EMM_GEMV_ROWS; r++) c[1 + r] = c[1], c[1 + EMM_GEMV_ROWS + r] = c[1 + EMM_GEMV_ROWS];
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), a[4], vw, emx_gemv_cols, c, rows | bf16 << 8);
-  /* the last n % vw columns, if any */
-  LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(em->llctx, fn, "gtail");
-  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(em->llctx, fn, "gnext");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, a[5], emx_i64(em, 0), ""), tail, next);
-  LLVMPositionBuilderAtEnd(b, tail);
-  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
-  LLVMValueRef rem = LLVMBuildTrunc(b, a[5], em->t_i32, "");
-  LLVMValueRef remv = LLVMBuildShuffleVector(
-      b, LLVMBuildInsertElement(b, LLVMGetPoison(LLVMTypeOf(a[6])), rem, LLVMConstInt(em->t_i32, 0, 0), ""),
-      LLVMGetPoison(LLVMTypeOf(a[6])), LLVMConstNull(LLVMTypeOf(a[6])), "");
-  LLVMValueRef mask = LLVMBuildICmp(b, LLVMIntULT, a[6], remv, "");
-  LLVMValueRef py = emx_gep(em, a[2], j), acc = emx_masked(em, NULL, vt, py, mask);
-  LLVMTypeRef bt = bf16 ? LLVMVectorType(em->t_i16, (unsigned)vw) : vt;
-  for (int r = 0; r < rows; r++) {
-    LLVMValueRef bv = emx_masked(em, NULL, bt, emx_gep_b(em, c[1 + r], j, bf16), mask);
-    acc = emx_fma(em, c[1 + EMM_GEMV_ROWS + r], bf16 ? emx_widen_bf16(em, bv, vt) : bv, acc);
-  }
-  emx_masked(em, acc, vt, py, mask);
-  LLVMBuildBr(b, next);
-  LLVMPositionBuilderAtEnd(b, next);
-}
-
-static void emx_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) {
-  LLVMBuilderRef b = em->b;
-  LLVMValueRef fn = emx_fn_begin(em, name, vw);
-  LLVMValueRef K = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 5);
-  LLVMValueRef rem = LLVMBuildSRem(b, n, emx_i64(em, vw), "");
-  LLVMValueRef lanes[16];
-  for (int i = 0; i < vw; i++) lanes[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
-  LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
-                        LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
-  LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, R, emx_gemv_rows, a, bf16 << 16 | R << 8 | vw);
-  emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, bf16 << 16 | 1 << 8 | vw);
-  LLVMBuildRetVoid(b);
-}
-#undef EMM_GEMV_ROWS
-
-/* Horizontal sum of a <vw x float> by halves (a fixed tree). */
-static LLVMValueRef emx_hsum(emit_module *em, LLVMValueRef v, int vw) {
-  LLVMBuilderRef b = em->b;
-  for (int w = vw / 2; w >= 1; w /= 2) {
-    LLVMValueRef lo[16], hi[16];
-    for (int i = 0; i < w; i++) {
-      lo[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
-      hi[i] = LLVMConstInt(em->t_i32, (unsigned long long)(i + w), 0);
-    }
-    LLVMValueRef l, h;
-    if (w == 1) {
-      l = LLVMBuildExtractElement(b, v, lo[0], "");
-      h = LLVMBuildExtractElement(b, v, hi[0], "");
-    } else {
-      l = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(lo, (unsigned)w), "");
-      h = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(hi, (unsigned)w), "");
-    }
-    v = LLVMBuildFAdd(b, l, h, "");
-  }
-  return v;
-}
-
-/* y[j .. j+rows) for B transposed. Per row: two vector chains over k in steps of 2*vw
-   (lanes k mod 2vw), their sum, one more chain step per remaining full vector, the tree
-   sum, then the scalar tail in k order. Identical per row for any |rows|. arg = bf16 << 16
-   | rows << 8 | vw. */
-static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int arg) {
-  LLVMBuilderRef b = em->b;
-  int rows = arg >> 8 & 255, vw = arg & 255;
-  bool bf16 = arg >> 16;
-  LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
-  LLVMValueRef K = a[0], x = a[1], pb = a[2], ldb = a[3], py = a[4];
-  LLVMValueRef base[8];
-  for (int r = 0; r < rows; r++)
-    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emx_i64(em, r), ""), ldb, "");
-  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emx_i64(em, 2 * vw), ""), emx_i64(em, 2 * vw), "");
-  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "tk");
-  LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(em->llctx, fn, "tout");
-  LLVMValueRef zero = LLVMConstNull(vt);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emx_i64(em, 0), ""), loop, out);
-  LLVMPositionBuilderAtEnd(b, loop);
-  LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, ""), acc[16], nxt[16];
-  for (int i = 0; i < 2 * rows; i++) acc[i] = LLVMBuildPhi(b, vt, "");
-  for (int u = 0; u < 2; u++) {
-    LLVMValueRef ku = LLVMBuildAdd(b, k, emx_i64(em, u * vw), "");
-    LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, ku));
-    for (int r = 0; r < rows; r++) {
-      LLVMValueRef bv = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], ku, ""), bf16), bf16);
-      nxt[2 * r + u] = emx_fma(em, xv, bv, acc[2 * r + u]);
-    }
-  }
-  if (bf16 && rows > 1)   /* the same k of rows j + EMM_PF_GROUPS * rows (see emx_prefetch) */
-    for (int r = 0; r < rows; r++)
-      emx_prefetch(em, emx_gep_b(em, pb, LLVMBuildAdd(b, LLVMBuildAdd(b, base[r], k, ""),
-                                                       LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), ldb, ""), ""), bf16));
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 2 * vw), "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
-  for (int i = 0; i < 2 * rows; i++)
-    LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
-  LLVMPositionBuilderAtEnd(b, out);
-  LLVMValueRef s[8], f01[16];
-  for (int i = 0; i < 2 * rows; i++) {
-    f01[i] = LLVMBuildPhi(b, vt, "");
-    LLVMAddIncoming(f01[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
-  }
-  for (int r = 0; r < rows; r++) s[r] = LLVMBuildFAdd(b, f01[2 * r], f01[2 * r + 1], "");
-  /* one remaining full vector (K mod 2vw >= vw): a straight-line step */
-  LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(em->llctx, fn, "t1");
-  LLVMBasicBlockRef red = LLVMAppendBasicBlockInContext(em->llctx, fn, "tred");
-  LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
-  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emx_i64(em, vw), ""), K, "");
-  LLVMBuildCondBr(b, has1, one, red);
-  LLVMPositionBuilderAtEnd(b, one);
-  LLVMValueRef s1[8];
-  LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, K2));
-  for (int r = 0; r < rows; r++)
-    s1[r] = emx_fma(em, xv, emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], K2, ""), bf16), bf16), s[r]);
-  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emx_i64(em, vw), "");
-  LLVMBuildBr(b, red);
-  LLVMPositionBuilderAtEnd(b, red);
-  LLVMValueRef kt = LLVMBuildPhi(b, em->t_i64, "");
-  LLVMAddIncoming(kt, (LLVMValueRef[]){ K2, K2v }, (LLVMBasicBlockRef[]){ from, one }, 2);
-  LLVMValueRef tot[8];
-  for (int r = 0; r < rows; r++) {
-    tot[r] = LLVMBuildPhi(b, vt, "");
-    LLVMAddIncoming(tot[r], (LLVMValueRef[]){ s[r], s1[r] }, (LLVMBasicBlockRef[]){ from, one }, 2);
-  }
-  for (int r = 0; r < rows; r++) tot[r] = emx_hsum(em, tot[r], vw);
-  /* scalar tail, k order */
-  LLVMBasicBlockRef pre2 = LLVMGetInsertBlock(b);
-  LLVMBasicBlockRef tl = LLVMAppendBasicBlockInContext(em->llctx, fn, "tt");
-  LLVMBasicBlockRef fin = LLVMAppendBasicBlockInContext(em->llctx, fn, "tfin");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kt, K, ""), tl, fin);
-  LLVMPositionBuilderAtEnd(b, tl);
-  LLVMValueRef kk = LLVMBuildPhi(b, em->t_i64, ""), ph[8], nt[8];
-  for (int r = 0; r < rows; r++) ph[r] = LLVMBuildPhi(b, em->t_f32, "");
-  LLVMValueRef xs = emx_load(em, em->t_f32, emx_gep(em, x, kk));
-  for (int r = 0; r < rows; r++)
-    nt[r] = emx_fma(em, xs, emx_load_b(em, em->t_f32, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], kk, ""), bf16), bf16), ph[r]);
-  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emx_i64(em, 1), "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kk1, K, ""), tl, fin);
-  LLVMAddIncoming(kk, (LLVMValueRef[]){ kt, kk1 }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
-  for (int r = 0; r < rows; r++)
-    LLVMAddIncoming(ph[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
-  LLVMPositionBuilderAtEnd(b, fin);
-  LLVMValueRef f[8];
-  for (int r = 0; r < rows; r++) {
-    f[r] = LLVMBuildPhi(b, em->t_f32, "");
-    LLVMAddIncoming(f[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
-  }
-  for (int r = 0; r < rows; r++)
-    emx_store(em, f[r], emx_gep(em, py, LLVMBuildAdd(b, j, emx_i64(em, r), "")));
-}
-
-static void emx_emit_gemvt(emit_module *em, const char *name, int rows, int vw, bool bf16) {
-  LLVMValueRef fn = emx_fn_begin(em, name, vw);
-  LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
-                        LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
-  LLVMValueRef n = LLVMGetParam(fn, 5);
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), n, rows, emx_gemvt_body, a,
-                                 bf16 << 16 | rows << 8 | vw);
-  emx_step_loop(em, fn, j, n, 1, emx_gemvt_body, a, bf16 << 16 | 1 << 8 | vw);
-  LLVMBuildRetVoid(em->b);
-}
-
 /* ---- analysis and the plan -------------------------------------------------------------------- */
 
 /* The fused parameter behind |x| (through reshapes/bitcasts), or -1. */
@@ -479,6 +118,17 @@ static const char *emx_check_dot(const hlo_instr *d, struct emit_matmul_plan *p)
   if (ls->type != HLO_F32 || (rs->type != HLO_F32 && rs->type != HLO_BF16) || d->shape.type != HLO_F32)
     return "only f32, or f32 x bf16 -> f32, is emitted";
   p->rhs_bf16 = rs->type == HLO_BF16;
+  if (hlo_dot_is_panels(d, NULL)) {   /* lhs [M,P,kc], rhs [P,Q,kc,nr] (matmul_plan.h) */
+    if (p->rhs_bf16) return "a panel-order rhs must be f32";
+    p->rhs_panels = true;
+    p->B = 1;
+    p->M = ls->dims[0];
+    p->K = rs->dims[0] * rs->dims[2];
+    p->N = rs->dims[1] * rs->dims[3];
+    p->kc = rs->dims[2];
+    p->nr = (int)rs->dims[3];
+    return p->K > 0 ? NULL : "a panel-order rhs needs kc >= 1";
+  }
   int r = ls->rank, nb = dd->lhs_batch.n;
   if (rs->rank != r || (r != 2 && r != 3) || nb != r - 2 || dd->rhs_batch.n != nb ||
       dd->lhs_contract.n != 1 || dd->rhs_contract.n != 1 || (nb && (dd->lhs_batch.v[0] != 0 ||
@@ -538,7 +188,9 @@ static const char *emx_check_root(const hlo_comp *c, const hlo_instr *dot, bool 
   if (emx_root_is_dot(c, dot)) return NULL;
   if (!hlo_shape_is_array(&c->root->shape) || c->root->shape.type != HLO_F32)
     return "epilogue root is not an f32 array";
-  if (!emx_same_nontrivial(&c->root->shape, &dot->shape) || !emx_epilogue_ok(c, dot, &dot->shape, 0))
+  hlo_shape ds = dot->shape;   /* a panel-order dot's epilogue sees C [M,N] (ir.h) */
+  (void)hlo_dot_is_panels(dot, &ds);
+  if (!emx_same_nontrivial(&c->root->shape, &ds) || !emx_epilogue_ok(c, dot, &ds, 0))
     return "the ops after the dot are not an elementwise epilogue";
   *epi = true;
   return NULL;
@@ -577,15 +229,36 @@ static hj_status emx_emit_epilogue(emit_module *em, const hlo_instr *fusion, con
 }
 
 /* Register and cache blocking for the host's vector width (floats per register |vw|). */
+int emit_matmul_panel_nr(int vector_bytes) {
+  int vw = vector_bytes / 4 < 4 ? 4 : vector_bytes / 4 > 16 ? 16 : vector_bytes / 4;
+  return vw >= 16 ? 3 * vw : 2 * vw;
+}
+
+/* A panel-order rhs (matmul_plan.h): kc and nr are the layout's, and nothing is packed
+   but A. The driver sweeps the panels of a kc step one after the other, each read once
+   from memory, contiguous, and used by every mr-row strip of the A block while it is in
+   L1/L2; the threads split N (each its own panels: contiguous stretches). The gemv calls
+   the plain gemv per panel (ldb = nr), 8 rows per pass over its nr outputs. */
+static void emx_panel_blocking(struct emit_matmul_plan *p) {
+  int64_t mpad = (p->M + p->mr - 1) / p->mr * p->mr;
+  p->mc = mpad < 1536 ? mpad : 1536 / p->mr * p->mr;
+  p->nc = p->nr;
+  p->m_rem = (int)(p->M % p->mr);
+  p->use_gemv = p->M == 1;
+  p->gemv_cols = p->nr;
+  p->gemv_kb = p->K;
+  p->gemv_rows = 8;
+}
+
 static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
   p->vw = vw;
-  if (vw >= 16) {            /* AVX-512: 32 zmm -> 8 x 3 vectors = 24 accumulators */
-    p->mr = 8;
-    p->nr = 3 * vw;
-  } else {                   /* AVX2/SSE: 16 registers -> 6 x 2 = 12 accumulators */
-    p->mr = 6;
-    p->nr = 2 * vw;
+  p->mr = vw >= 16 ? 8 : 6;   /* AVX-512: 32 zmm -> 8 x 3 vectors = 24 accumulators */
+  int nr = emit_matmul_panel_nr(vw * 4);   /* AVX2/SSE: 16 registers -> 6 x 2 = 12 */
+  if (p->rhs_panels) {
+    emx_panel_blocking(p);   /* p->nr is the layout's: emit_matmul_fusion checks it */
+    return;
   }
+  p->nr = nr;
   /* B block (kc x nc, ~800 KB) in L2, re-read from there once per mr rows; A block: all of
      M up to a limit (lives in L3 for big M). A transposed B is packed from whole rows of up
      to 768 floats (one long read per row instead of two halves: ~10% on the logits shape,
@@ -678,6 +351,9 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
   int vw = em->target.vector_bytes / 4;
   if (vw < 4) vw = 4;
   emx_choose_blocking(&tmp, vw > 16 ? 16 : vw);
+  if (tmp.rhs_panels && (em->target.gpu || tmp.nr != emit_matmul_panel_nr(em->target.vector_bytes)))
+    return emx_unsupported(em, hero, "the panel width is not the micro-kernel's (passes/dot_canon.c keeps "
+                                     "only the target's matmul_panel_nr)");
 
   struct emit_matmul_plan *p = calloc(1, sizeof *p);
   if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "emit matmul '%s': out of memory", fusion->name);
@@ -694,12 +370,15 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
     if (!LLVMGetNamedFunction(em->mod, p->ukr_name[1]))
       emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
   }
-  if (p->use_gemv) {
+  if (p->use_gemv && p->rhs_panels) {
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemvp%d_%d", pre, p->vw, p->nr);
+    if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) emm_emit_gemvp(em, p->gemv_name, p->vw, p->nr);
+  } else if (p->use_gemv) {
     snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d_r%d%s", pre, p->rhs_transposed ? "t" : "",
              p->rhs_transposed ? p->gemv_cols : p->vw, p->gemv_rows, p->rhs_bf16 ? "_bf16" : "");
     if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
-      if (p->rhs_transposed) emx_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw, p->rhs_bf16);
-      else emx_emit_gemv(em, p->gemv_name, p->vw, p->gemv_rows, p->rhs_bf16);
+      if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw, p->rhs_bf16);
+      else emm_emit_gemv(em, p->gemv_name, p->vw, p->gemv_rows, p->rhs_bf16);
     }
   }
   if (epi) {
@@ -719,7 +398,6 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
   return HJ_OK;
 }
 
-#undef EMM_MAX_ACC
 
 /* ---- for the GPU matmul emitter (gpu_matmul.c; gpu_internal.h declares it) -------------------
    The same acceptance as emit_matmul_fusion: fills |p|'s shape and buffer fields; NULL, or
@@ -736,6 +414,7 @@ const char *emitp_matmul_check(const hlo_instr *fusion, const hlo_instr *dot,
   p->rhs_buf = emx_param_of(dot->operands[1]);
   if (!why && (p->lhs_buf < 0 || p->rhs_buf < 0)) why = "an operand is computed inside the fusion";
   if (!why && p->rhs_bf16) why = "a bf16 rhs is emitted for the CPU only";
+  if (!why && p->rhs_panels) why = "a panel-order rhs is emitted for the CPU only";
   p->out_buf = (int)arrlen(fusion->calls[0]->params);
   return why;
 }

@@ -10,6 +10,12 @@
    widens B as it packs it, and the gemvs widen each vector as they load it (their |b| is
    then a uint16_t array, ldb still in elements). Other element types are
    HJ_ERR_UNSUPPORTED (evaluator fallback).
+   Panel-order rhs (rhs_panels; dot_canon.c keeps it when nr is the target's
+   emit_target.matmul_panel_nr): lhs [M,P,kc] (A [M,K] row-major, K = P*kc), rhs
+   [P,Q,kc,nr]: B [K,N] (N = Q*nr) cut into kc x nr blocks, each row-major, block (p, q) at
+   B + (p*Q + q)*kc*nr, which is the packed B panel the micro-kernel reads. The plan's kc
+   and nr are the layout's; the driver packs only A, and the gemv runs per panel with
+   ldb = nr. B = 1.
 
    JIT'd functions (names below, resolved to addresses by cpu_matmul_prepare):
      ukr:  void (i64 kc, const float *a, const float *b, float *c, i64 ldc, i64 accumulate)
@@ -23,6 +29,10 @@
            after (one block: straight into C);
      gemvt: same signature, y[j] = sum_k x[k] * b[j*ldb + k] (B transposed), vector partial
            sums over k then a fixed reduction tree.
+     gemvp: (i64 kc, x, b, y, i64 pstride, i64 npan) for a panel-order B: for panels q <
+           npan (kc x nr, row-major, at b + q*pstride), y[q*nr + j] += sum_k x[k] *
+           b_q[k*nr + j], one fma chain in k order continuing from y (the driver zeroes y
+           and calls it once per kc step, in order, over a thread's run of panels).
      epi:  kernel ABI of emit.h, (bufs, begin, end): the fused epilogue applied in place
            to output elements [begin, end), which lie in one row of C (absent: bare dot).
    Every output element is computed by the same sequence of operations whatever the
@@ -43,6 +53,7 @@ struct emit_matmul_plan {
   int64_t B, M, N, K;          /* canonical sizes */
   bool rhs_transposed;         /* rhs is [B,N,K] */
   bool rhs_bf16;               /* rhs holds bf16 (CPU only): packing and the gemvs widen it */
+  bool rhs_panels;             /* rhs in panel order (CPU only, f32; below): read in place */
   int lhs_buf, rhs_buf, out_buf;  /* indices into the kernel's bufs (ABI of emit.h) */
   int vw;                      /* floats per vector register */
   int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */
@@ -76,5 +87,8 @@ struct emit_matmul_plan {
    cpu_matmul_plan_free, which also makes a static link pull matmul.o in ahead of the weak
    placeholder in emit_stubs.c. */
 void emit_matmul_plan_free(struct emit_matmul_plan *p);
+/* The micro-kernel's nr on a CPU whose vector registers have |vector_bytes|: the panel
+   width a panel-order rhs must have (emit_target.matmul_panel_nr). */
+int emit_matmul_panel_nr(int vector_bytes);
 
 #endif

@@ -565,6 +565,11 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
    ("not defined on s32", ...). */
 const char *hlo_elem_unsupported(const hlo_elem_op *e);
 hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
+/* The panel-order dot of passes/dot_canon.c in its canonical form: lhs [M,P,kc], rhs
+   [P,Q,kc,nr], no batch dims, contracting {1,2} x {0,2} (the matmul emitter reads the rhs
+   in place). Its result [M,Q,nr] is the rows of C [M,N = Q*nr]: *c2 gets that shape (the
+   one epilogues see), when |c2| is not NULL. */
+bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2);
 
 /* ---- fingerprint.c: structural identity (the compile driver's kernel dedup, disk caches) ----
    hlo_encode_comp / hlo_encode_fusion: append a canonical byte encoding of |c| (callees

@@ -126,3 +126,19 @@ hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped) {
   return fwd || rev ? r->op : HLO_OP_COUNT;
 }
 
+
+bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2) {
+  if (d->op != HLO_OP_DOT || d->noperands != 2) return false;
+  const hlo_dot_dims *dd = &d->dot;
+  const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
+  if (ls->rank != 3 || rs->rank != 4 || d->shape.rank != 3 || dd->lhs_batch.n || dd->rhs_batch.n ||
+      dd->lhs_contract.n != 2 || dd->rhs_contract.n != 2 || dd->lhs_contract.v[0] != 1 ||
+      dd->lhs_contract.v[1] != 2 || dd->rhs_contract.v[0] != 0 || dd->rhs_contract.v[1] != 2 ||
+      ls->dims[1] != rs->dims[0] || ls->dims[2] != rs->dims[2])
+    return false;
+  if (c2) {
+    int64_t mn[2] = { ls->dims[0], rs->dims[1] * rs->dims[3] };
+    *c2 = hlo_shape_array(d->shape.type, 2, mn);
+  }
+  return true;
+}

@@ -28,6 +28,17 @@
        (1,0,3,2) f32[2,3,64,5] -> reshape f32[2,192,5];
      dot f32[2,12,5] (batch {0}, contracting {2} x {1}) -> no final reshape needed.
 
+   Panel-order rhs (hj_linear's HJ_LINEAR_PANELS; emitters/matmul_plan.h): a dot
+       dot(lhs [..., P, kc], rhs [P, Q, kc, nr]), no batch dims, lhs_contracting = the last
+       two, rhs_contracting = {0, 2}
+   is the weights (in, out) = (P*kc, Q*nr) cut into kc x nr row-major panels. With
+   |panel_nr| the target's micro-kernel width and nr equal to it, its canonical form is lhs
+   [M, P, kc] (a reshape of the lhs) and the result [M, Q, nr] (reshaped back), which the
+   matmul emitter reads in place; otherwise (another nr, the GPU) the general rewrite above
+   makes it a plain dot, rhs transposed to [P, kc, Q, nr] = [K, N]: correct, with a copy.
+   The contracting order (P, kc) is the order of k = p*kc + i, so the sums are the plain
+   dot's in the evaluator.
+
    Invariants: every new instruction is placed right before the old dot, so the text order
    stays topological; uses of the dot (and the root) move to its replacement; the old dot
    is removed from the computation. */
@@ -140,6 +151,47 @@ static void dcn_splice(hlo_comp *c, ptrdiff_t mark, hlo_instr *old, hlo_instr *r
   }
 }
 
+/* The panel-order dot (see top), all f32 (what the emitter reads in place), whose nr is
+   |panel_nr|; *exact: already [M,P,kc] x [P,Q,kc,nr]. */
+static bool dcn_is_panels(const hlo_instr *d, int panel_nr, bool *exact) {
+  const hlo_dot_dims *dd = &d->dot;
+  const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
+  int lr = ls->rank;
+  *exact = false;
+  if (panel_nr <= 0 || ls->type != HLO_F32 || rs->type != HLO_F32 || d->shape.type != HLO_F32 ||
+      dd->lhs_batch.n || dd->rhs_batch.n || rs->rank != 4 || lr < 2 ||
+      dd->lhs_contract.n != 2 || dd->rhs_contract.n != 2 || dd->rhs_contract.v[0] != 0 ||
+      dd->rhs_contract.v[1] != 2 || dd->lhs_contract.v[0] != lr - 2 || dd->lhs_contract.v[1] != lr - 1 ||
+      rs->dims[3] != panel_nr || ls->dims[lr - 2] != rs->dims[0] || ls->dims[lr - 1] != rs->dims[2])
+    return false;
+  *exact = lr == 3;
+  return true;
+}
+
+/* A panel-order dot with lhs [..., P, kc]: lhs reshaped to [M, P, kc], the result
+   [M, Q, nr] reshaped back to the dot's shape. */
+static hj_status dcn_rewrite_panels(hlo_comp *c, hlo_instr *d) {
+  hlo_module *m = c->module;
+  hlo_instr *lhs = d->operands[0], *rhs = d->operands[1];
+  const hlo_shape *ls = &lhs->shape, *rs = &rhs->shape;
+  int64_t M = 1;
+  for (int i = 0; i < ls->rank - 2; i++) M *= ls->dims[i];
+  ptrdiff_t mark = arrlen(c->instrs);
+  int64_t l3[3] = { M, rs->dims[0], rs->dims[2] }, o3[3] = { M, rs->dims[1], rs->dims[3] };
+  hlo_shape l3s = hlo_shape_array(ls->type, 3, l3), os = hlo_shape_array(d->shape.type, 3, o3);
+  hlo_instr *l2 = hlo_instr_new(c, HLO_OP_RESHAPE, NULL, &l3s, &lhs, 1);
+  hlo_instr *ops[2] = { l2, rhs };
+  hlo_instr *nd = l2 ? hlo_instr_new(c, HLO_OP_DOT, NULL, &os, ops, 2) : NULL;
+  if (!nd) return HJ_ERR_OOM;
+  int64_t lc[2] = { 1, 2 }, rc[2] = { 0, 2 };
+  nd->dot.lhs_contract = hlo_ints_dup(m, lc, 2);
+  nd->dot.rhs_contract = hlo_ints_dup(m, rc, 2);
+  hlo_instr *rep = hlo_instr_new(c, HLO_OP_RESHAPE, NULL, &d->shape, &nd, 1);
+  if (!rep || !nd->dot.lhs_contract.v || !nd->dot.rhs_contract.v) return HJ_ERR_OOM;
+  dcn_splice(c, mark, d, rep);
+  return HJ_OK;
+}
+
 static hj_status dcn_rewrite(hlo_comp *c, hlo_instr *d) {
   hlo_module *m = c->module;
   const hlo_dot_dims *dd = &d->dot;
@@ -188,18 +240,22 @@ static hj_status dcn_rewrite(hlo_comp *c, hlo_instr *d) {
   return HJ_OK;
 }
 
-hj_status pass_dot_canonicalize(hlo_module *m, bool *changed) {
+hj_status pass_dot_canonicalize(hlo_module *m, int panel_nr, bool *changed) {
   if (changed) *changed = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
     /* Snapshot: the rewrite edits c->instrs. */
     hlo_instr **dots = NULL;
-    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-      if (c->instrs[i]->op == HLO_OP_DOT && c->instrs[i]->noperands == 2 &&
-          !dcn_is_canonical(c->instrs[i]))
-        arrput(dots, c->instrs[i]);
+    bool exact;
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+      hlo_instr *d = c->instrs[i];
+      if (d->op == HLO_OP_DOT && d->noperands == 2 && !dcn_is_canonical(d) &&
+          !(dcn_is_panels(d, panel_nr, &exact) && exact))
+        arrput(dots, d);
+    }
     for (ptrdiff_t i = 0; i < arrlen(dots); i++) {
-      hj_status st = dcn_rewrite(c, dots[i]);
+      hj_status st = dcn_is_panels(dots[i], panel_nr, &exact) ? dcn_rewrite_panels(c, dots[i])
+                                                              : dcn_rewrite(c, dots[i]);
       if (st) {
         const char *nm = dots[i]->name;
         arrfree(dots);

@@ -14,6 +14,9 @@
    next epilogue too). Runs after fusion.c, which has already gathered each epilogue chain
    into one loop fusion.
 
+   A dot whose rhs is in panel order (ir.h, hlo_dot_is_panels) has the result [M,Q,nr],
+   which is C [M,N]: its user may also be the reshape to C (absorbed first, so that the
+   fusion's shape is C), and its epilogue is checked against C's dims.
    First, transposes feeding a dot fold into its dimension numbers (below).
 
    Worked example (GPT-2 MLP), x: f32[64,768], w: f32[768,3072], b: f32[3072]:
@@ -68,16 +71,21 @@ static const hlo_instr *epi_dot_of(const hlo_instr *d) {
    by test_fusion_fuzz.c, seed 25: dot -> compare made a pred kOutput fusion that the
    emitter rejects, so it ran on the evaluator). */
 static bool epi_consumer_ok(const hlo_instr *u, const hlo_instr *d) {
+  hlo_shape ds = d->shape;   /* a panel-order dot's epilogue sees C [M,N] (ir.h) */
+  const hlo_instr *h = epi_dot_of(d);
+  bool panels = h && hlo_dot_is_panels(h, &ds);
+  if (panels && (u->op == HLO_OP_RESHAPE || u->op == HLO_OP_BITCAST))   /* [M,Q,nr] -> C [M,N] */
+    return hlo_shape_layout_is_default(&u->shape) && epi_same_nontrivial(&u->shape, &ds);
   if (u->op != HLO_OP_FUSION)
     return hlo_op_is_elementwise(u) && u->shape.type == d->shape.type &&
-           epi_same_nontrivial(&u->shape, &d->shape);
+           epi_same_nontrivial(&u->shape, &ds);
   if (u->ncalls != 1 || u->fusion_kind == HLO_FUSION_CUSTOM || u->noperands > 60) return false;
   const hlo_comp *fc = u->calls[0];
   if (hlo_fusion_hero(fc) || !hlo_shape_is_array(&fc->root->shape)) return false;
   if (fc->root->shape.type != epi_dot_of(d)->shape.type) return false;
-  if (!epi_same_nontrivial(&fc->root->shape, &d->shape)) return false;
+  if (!epi_same_nontrivial(&fc->root->shape, &ds)) return false;
   for (int k = 0; k < u->noperands; k++)
-    if (u->operands[k] == d && !epi_walk(fc, fc->params[k], &d->shape)) return false;
+    if (u->operands[k] == d && !epi_walk(fc, fc->params[k], &ds)) return false;
   return true;
 }
 
@@ -92,8 +100,13 @@ static bool epi_consumer_ok(const hlo_instr *u, const hlo_instr *d) {
    around f32[5,3,2] x f32[3,5,2] batch dot would fold back into batch={1}/{0} and the
    dot would fall back to the evaluator (found by test_fusion_fuzz.c, seed 11). */
 
-/* The canonical form of dot_canon.c / emitters/matmul.c. */
+/* The canonical form of dot_canon.c / emitters/matmul.c (the panel-order one included:
+   folding a transpose into it would make it another dot). */
 static bool epi_canonical(const hlo_dot_dims *dd, int lr, int rr) {
+  if (lr == 3 && rr == 4 && !dd->lhs_batch.n && dd->lhs_contract.n == 2 && dd->rhs_contract.n == 2 &&
+      dd->lhs_contract.v[0] == 1 && dd->lhs_contract.v[1] == 2 && dd->rhs_contract.v[0] == 0 &&
+      dd->rhs_contract.v[1] == 2)
+    return true;
   if (dd->lhs_contract.n != 1 || dd->rhs_contract.n != 1) return false;
   if (dd->lhs_batch.n == 1)
     return lr == 3 && rr == 3 && dd->rhs_batch.n == 1 && dd->lhs_batch.v[0] == 0 &&

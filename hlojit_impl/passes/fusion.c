@@ -361,21 +361,41 @@ static bool fus_row_norm_enabled(void) {
   return !e || strcmp(e, "0") != 0;
 }
 
+/* The walk's context for reduce producer |p| (reduce |red|) and its starting state; false
+   when |p| cannot start one. */
+static bool fus_rcx_init(fus_rcx *r, const hlo_instr *p, const hlo_instr *red, fus_state *st) {
+  if (!hlo_shape_is_array(&red->shape)) return false;
+  *r = (fus_rcx){.red = red};
+  r->nrow = fus_nontrivial(&red->shape, r->row);
+  int rank = red->operands[0]->shape.rank, nd = red->dims.n;
+  r->row_norm = fus_row_norm_enabled();
+  for (int i = 0; i < nd; i++) r->row_norm &= hlo_ints_has(red->dims, rank - nd + i);
+  *st = fus_is_row(r, &p->shape) ? FUS_ROW : FUS_FULL;
+  return *st == FUS_ROW || hlo_same_dims(&p->shape, &red->operands[0]->shape);
+}
+
 /* May reduce producer |p| (reduce |red|) join fusion |f| as its epilogue? */
 static bool fus_epilogue_ok(const hlo_instr *f, const hlo_instr *p, const hlo_instr *red) {
   const hlo_comp *fc = f->calls[0];
   if (hlo_fusion_hero(fc) || !hlo_shape_is_array(&fc->root->shape)) return false;
-  if (f->noperands > FUS_MAX_OPERANDS || !hlo_shape_is_array(&red->shape)) return false;
-  fus_rcx r = {.red = red};
-  r.nrow = fus_nontrivial(&red->shape, r.row);
-  int rank = red->operands[0]->shape.rank, nd = red->dims.n;
-  r.row_norm = fus_row_norm_enabled();
-  for (int i = 0; i < nd; i++) r.row_norm &= hlo_ints_has(red->dims, rank - nd + i);
-  fus_state st = fus_is_row(&r, &p->shape) ? FUS_ROW : FUS_FULL;
-  if (st == FUS_FULL && !hlo_same_dims(&p->shape, &red->operands[0]->shape)) return false;
+  fus_rcx r;
+  fus_state st;
+  if (f->noperands > FUS_MAX_OPERANDS || !fus_rcx_init(&r, p, red, &st)) return false;
   for (int k = 0; k < f->noperands; k++)
     if (f->operands[k] == p && !fus_epi_walk(&r, fc, fc->params[k], st)) return false;
   return true;
+}
+
+/* fus_epilogue_ok for the one-op fusion of |u| (not a fusion), without making it: a
+   reshape wrapped and then refused would stay a copy kernel of its own (GPT-2's layer
+   norm reshaped to [M, P, kc] for a panel-order matmul, hj_linear). */
+static bool fus_op_epilogue_ok(const hlo_instr *u, const hlo_instr *p, const hlo_instr *red) {
+  fus_rcx r;
+  fus_state st;
+  if (!hlo_shape_is_array(&u->shape) || !fus_rcx_init(&r, p, red, &st)) return false;
+  if (hlo_op_is_elementwise(u)) return true;
+  bool row = (u->op == HLO_OP_RESHAPE || u->op == HLO_OP_BROADCAST) && fus_is_row(&r, &u->shape);
+  return st == FUS_ROW && (row || (u->op == HLO_OP_BROADCAST && fus_row_broadcast(&r, u)));
 }
 
 /* ---- driver ------------------------------------------------------------------------------- */
@@ -396,6 +416,7 @@ static hj_status fus_try(hlo_comp *c, hlo_instr *p, fus_st *S, bool *done) {
                     hlo_op_is_elementwise(us[0]) || us[0]->op == HLO_OP_RESHAPE ||
                     us[0]->op == HLO_OP_BROADCAST);
     if (ok && us[0]->op == HLO_OP_FUSION) ok = fus_epilogue_ok(us[0], p, red);
+    if (ok && us[0]->op != HLO_OP_FUSION) ok = fus_op_epilogue_ok(us[0], p, red);
     if (ok && us[0]->op != HLO_OP_FUSION) {   /* wrap, then check the one-op fusion */
       hlo_instr *f = hlo_fusion_make(c, us[0], ux);
       if (!f) { st = HJ_ERR_OOM; goto out; }

@@ -73,6 +73,10 @@ static bool fuu_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *
       const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
       dot = h && h->op == HLO_OP_DOT;
     }
+    /* a panel-order dot's reshape to C [M,N] (ir.h): epilogue_fusion.c absorbs it first */
+    if ((o->op == HLO_OP_RESHAPE || o->op == HLO_OP_BITCAST) && o->noperands == 1 &&
+        hlo_dot_is_panels(o->operands[0], NULL) && fuu_users(c, o->operands[0], ux) == 1)
+      dot = true;
     if (dot && fuu_users(c, o, ux) == 1) return true;
     /* x continues a lone dot's epilogue through an elementwise link only x reads (the
        residual add after the bias add of a projection): epilogue fusion will give the

@@ -54,6 +54,7 @@ typedef struct hlo_pass_ctx {
      array filled by hlo_pass_run, freed with hlo_pass_ctx_free. */
   bool time_passes;
   hj_pass_time_t *times;
+  int matmul_panel_nr;      /* dot_canon: the target's emit_target.matmul_panel_nr (0: none) */
 } hlo_pass_ctx;
 typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 typedef struct hlo_pipeline_options {
@@ -145,8 +146,11 @@ int64_t hlo_unshared_bytes(const hlo_comp *c);
    Rewrites every dot of every computation into the matmul emitter's form: lhs [B,M,K] or
    [M,K] (contracting = last), rhs [B,K,N]/[K,N] or, when that avoids a physical transpose,
    [B,N,K]/[N,K]; batch dims {0} or none; transposes/reshapes around it, and a reshape of the
-   [B,M,N] result back to the dot's shape. *changed: some dot was rewritten. */
-hj_status pass_dot_canonicalize(hlo_module *m, bool *changed);
+   [B,M,N] result back to the dot's shape. A dot whose rhs is in panel order (lhs
+   [M,P,kc], rhs [P,Q,kc,nr], contracting {1,2} x {0,2}) stays as it is when |panel_nr| is
+   its nr (the emitter reads it in place), else it becomes a plain one. *changed: some dot
+   was rewritten. */
+hj_status pass_dot_canonicalize(hlo_module *m, int panel_nr, bool *changed);
 
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would

@@ -107,6 +107,7 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt
   rt_pass_ctx_init(&pc, ctx);
   pc.time_passes = true;
   pc.times = x->pass_times;          /* appended to what the driver measured before */
+  pc.matmul_panel_nr = t->emit.gpu ? 0 : t->emit.matmul_panel_nr;
   hlo_pipeline_options po;
   hlo_pipeline_options_init(&po);
   po.fusion = !ctx->opt.no_fusion;

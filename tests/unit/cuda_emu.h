@@ -365,7 +365,7 @@ static emu_kernel *emu_find(emu_exec *x, const char *name) {
   return NULL;
 }
 
-static hj_status emu_pass_dot(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_dot_canonicalize(m, ch); }
+static hj_status emu_pass_dot(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_dot_canonicalize(m, 0, ch); }
 static hj_status emu_pass_split(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_fusion_split(m, ch); }
 static hj_status emu_pass_wrap(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_wrap_fusions(m, ch); }
 

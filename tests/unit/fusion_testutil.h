@@ -73,7 +73,7 @@ static inline hj_status ftu_optimize(hlo_module *m) {
 static inline hj_status ftu_canon_optimize(hlo_module *m) {
   bool ch = false;
   hj_status st = pass_inline_calls(m, &ch);
-  if (st == HJ_OK) st = pass_dot_canonicalize(m, &ch);
+  if (st == HJ_OK) st = pass_dot_canonicalize(m, 0, &ch);
   return st == HJ_OK ? ftu_optimize(m) : st;
 }
 

@@ -353,7 +353,8 @@ static void test_overflowing_arguments(void **state) {
     { "cumulative reducer 99", hj_cumulative(x, (hj_reducer_t)99, 0, false) },
     { "cumulative OR of floats", hj_cumulative(x, HJ_RED_OR, 0, false) },
     { "cumulative of a tuple", hj_cumulative(tup, HJ_RED_SUM, 0, false) },
-    { "linear layout 2", hj_linear(x, x, HJ_NONE, (hj_linear_layout_t)2) },
+    { "linear layout 3", hj_linear(x, x, HJ_NONE, (hj_linear_layout_t)3) },
+    { "linear panels of rank 2", hj_linear(x, x, HJ_NONE, HJ_LINEAR_PANELS) },
     { "linear layout -1", hj_linear(x, x, HJ_NONE, (hj_linear_layout_t)-1) },
     { "linear w of rank 1", hj_linear(x, v4, HJ_NONE, HJ_LINEAR_IN_OUT) },
     { "linear w of rank 3", hj_linear(x, hj_reshape(x, HJ_SHAPE(4, 2, 2)), HJ_NONE, HJ_LINEAR_IN_OUT) },
@@ -516,6 +517,18 @@ static void test_graph_misuse(void **state) {
   assert_null(m);
   assert_int_equal(hj_graph_to_module(NULL, &m), HJ_ERR_INVALID_ARG);
   assert_int_equal(hj_graph_to_module(g3, NULL), HJ_ERR_INVALID_ARG);
+  /* the panel order's helpers: NULL, zero and overflowing sizes, a layout out of range */
+  int64_t kc = -1, nr = -1;
+  float wf[4] = { 0 }, df[4];
+  assert_int_equal(hj_linear_panels(NULL, HJ_BACKEND_CPU, 8, 8, &kc, &nr), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_panels(hj_graph_ctx(g3), HJ_BACKEND_CPU, 8, 8, NULL, &nr), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_panels(hj_graph_ctx(g3), HJ_BACKEND_CPU, 0, 8, &kc, &nr), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_panels(hj_graph_ctx(g3), (hj_backend_t)99, 8, 8, &kc, &nr), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_panels(hj_graph_ctx(g3), HJ_BACKEND_INTERP, 8, 8, &kc, &nr), HJ_ERR_UNSUPPORTED);
+  assert_int_equal(hj_linear_pack(NULL, wf, HJ_LINEAR_IN_OUT, 2, 2, 1, 1, df), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, (hj_linear_layout_t)-1, 2, 2, 1, 1, df), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, HJ_LINEAR_IN_OUT, INT64_MAX, 2, 1, 1, df), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, HJ_LINEAR_IN_OUT, 2, 2, 0, 1, df), HJ_ERR_INVALID_ARG);
   /* a graph with no output */
   hj_graph_t *g4 = th_graph("empty");
   e = (hj_exec_t *)1;

@@ -69,7 +69,7 @@ static void test_linear_refusals(void **state) {
   hj_tensor_t b4 = hj_param(f->g, HJ_F32, HJ_SHAPE(4), "b4");
   assert_true(hj_tensor_ok(hj_linear(x, w, HJ_NONE, HJ_LINEAR_OUT_IN)));
   assert_false(hj_tensor_ok(hj_linear(x, w, HJ_NONE, HJ_LINEAR_IN_OUT)));
-  ta_has(hj_ctx_error(f->ctx), "hj_linear: x has 4 features, w f32[5,4] ((in, out)) takes 5 (x f32[2,4])");
+  ta_has(hj_ctx_error(f->ctx), "hj_linear: x has 4 features, w f32[5,4] (in, out) takes 5 (x f32[2,4])");
   assert_false(hj_tensor_ok(hj_linear(x, w3, HJ_NONE, HJ_LINEAR_OUT_IN)));
   ta_has(hj_ctx_error(f->ctx), "x must have rank >= 1 and w rank 2");
   assert_false(hj_tensor_ok(hj_linear(x, wi, HJ_NONE, HJ_LINEAR_IN_OUT)));

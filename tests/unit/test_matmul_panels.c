@@ -1,0 +1,286 @@
+/* test_matmul_panels.c — weights in panel order (hj_linear's HJ_LINEAR_PANELS,
+   hj_linear_panels, hj_linear_pack; passes/dot_canon.c, emitters/matmul.c and
+   backends/cpu/cpu_matmul.c's rhs_panels path), through the public API.
+
+   Pack: hj_linear_pack from both layouts against the definition written out here
+   (block (p, q), row i, column j = w[p*kc + i][q*nr + j]).
+   Matmul: hj_linear(x, panels, b) + a GELU, on the CPU backend, against the evaluator
+   (HJ_BACKEND_INTERP: the dot by its definition, summing in double) and against the same
+   layer with w (in, out) on the CPU; shapes with rows not a multiple of mr, more rows than
+   an A block, M = 1 (the gemv), several K steps, one and many panels; tolerance per element
+   1e-5 * sqrt(K) * sum_k |x w| (+ the tanh's 1e-6). Every one compiles to a matmul kernel
+   with no evaluator fallback. 1, 2 and 3 threads give the same bits.
+   dot_canon: a panel dot of the target's nr stays as it is; with another nr (and on a
+   target without panels) it becomes a plain canonical dot, with the evaluator's bits.
+   Errors: hj_linear_panels for an out that is not a multiple of nr and for the evaluator
+   backend, hj_linear_pack's bad arguments, hj_linear with a wrong panel shape. */
+#include "testutil.h"
+#include <math.h>
+
+#if !__has_include(<llvm-c/Core.h>)
+static void test_panels_not_built(void **state) {
+  print_message("skipped: LLVM-C headers not on the include path (backends/cpu/cpu.mk)\n");
+  skip();
+}
+int main(void) {
+  const struct CMUnitTest tests[] = { cmocka_unit_test(test_panels_not_built) };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+
+static unsigned tp_seed = 7;
+static float tp_rand(void) {
+  tp_seed = tp_seed * 1664525u + 1013904223u;
+  return (float)((tp_seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
+
+static hj_ctx_t *tp_ctx(hj_backend_t be, int threads) {
+  hj_ctx_options_t o;
+  hj_ctx_options_init(&o);
+  o.backend = be;
+  o.num_threads = threads;
+  o.cache_dir = "off";
+  hj_ctx_t *ctx = NULL;
+  if (hj_ctx_create(&o, &ctx) != HJ_OK) fail_msg("hj_ctx_create failed");
+  return ctx;
+}
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+static void test_pack(void **state) {
+  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_INTERP, 1);
+  const int64_t in = 24, out = 20, kc = 8, nr = 4, Q = out / nr;
+  float w[24 * 20], wt[20 * 24], a[24 * 20], b[24 * 20];
+  for (int64_t i = 0; i < in * out; i++) w[i] = (float)i;
+  for (int64_t k = 0; k < in; k++)
+    for (int64_t n = 0; n < out; n++) wt[n * in + k] = w[k * out + n];
+  CHECK_OK(ctx, hj_linear_pack(ctx, w, HJ_LINEAR_IN_OUT, in, out, kc, nr, a));
+  CHECK_OK(ctx, hj_linear_pack(ctx, wt, HJ_LINEAR_OUT_IN, in, out, kc, nr, b));
+  for (int64_t p = 0; p < in / kc; p++)
+    for (int64_t q = 0; q < Q; q++)
+      for (int64_t i = 0; i < kc; i++)
+        for (int64_t j = 0; j < nr; j++) {
+          int64_t o = ((p * Q + q) * kc + i) * nr + j;
+          float want = w[(p * kc + i) * out + q * nr + j];
+          if (a[o] != want || b[o] != want)
+            fail_msg("block (%lld,%lld) [%lld,%lld]: %g / %g, want %g", (long long)p, (long long)q,
+                     (long long)i, (long long)j, a[o], b[o], want);
+        }
+  /* bad arguments: a message, nothing written past dst */
+  assert_int_equal(hj_linear_pack(ctx, w, HJ_LINEAR_IN_OUT, in, out, 5, nr, a), HJ_ERR_INVALID_ARG);
+  assert_non_null(strstr(hj_ctx_error(ctx), "kc"));
+  assert_int_equal(hj_linear_pack(ctx, w, HJ_LINEAR_PANELS, in, out, kc, nr, a), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack(ctx, w, HJ_LINEAR_IN_OUT, in, out, kc, nr, w + 1), HJ_ERR_INVALID_ARG);
+  assert_non_null(strstr(hj_ctx_error(ctx), "overlaps"));
+  assert_int_equal(hj_linear_pack(ctx, NULL, HJ_LINEAR_IN_OUT, in, out, kc, nr, a), HJ_ERR_INVALID_ARG);
+  hj_ctx_destroy(ctx);
+}
+
+static void test_panels_query(void **state) {
+  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_CPU, 1);
+  int64_t kc = 0, nr = 0;
+  CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 768, 2304, &kc, &nr));
+  assert_true(nr == 48 || nr == 16 || nr == 8);
+  assert_int_equal(kc, 384);
+  CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 3072, 768, &kc, &nr));
+  assert_int_equal(kc, 384);
+  CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 144, 432, &kc, &nr));
+  assert_int_equal(kc, 144);
+  assert_int_equal(hj_linear_panels(ctx, HJ_BACKEND_CPU, 768, nr * 3 + 1, &kc, &nr), HJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(hj_ctx_error(ctx), "multiple"));
+  assert_int_equal(hj_linear_panels(ctx, HJ_BACKEND_CPU, 1001, 480, &kc, &nr), HJ_ERR_UNSUPPORTED);
+  assert_int_equal(hj_linear_panels(ctx, HJ_BACKEND_INTERP, 768, 768, &kc, &nr), HJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(hj_ctx_error(ctx), "no panel order"));
+  assert_int_equal(hj_linear_panels(ctx, HJ_BACKEND_CPU, 0, 768, &kc, &nr), HJ_ERR_INVALID_ARG);
+  hj_ctx_destroy(ctx);
+}
+
+/* ---- the matmul ----------------------------------------------------------------------------- */
+
+/* gelu_tanh(x @ w + b) with |w| given as |wbuf| in |layout| (IN_OUT: (K, N); PANELS). */
+static hj_buffer_t *tp_layer(hj_ctx_t *ctx, hj_buffer_t *x, hj_buffer_t *wbuf, hj_buffer_t *b,
+                             hj_linear_layout_t layout) {
+  hj_graph_t *g = NULL;
+  CHECK_OK(ctx, hj_graph_create(ctx, "layer", &g));
+  hj_tensor_t X = hj_param(g, HJ_F32, hj_buffer_shape(x), "x");
+  hj_tensor_t W = hj_param(g, HJ_F32, hj_buffer_shape(wbuf), "w");
+  hj_tensor_t B = hj_param(g, HJ_F32, hj_buffer_shape(b), "b");
+  CHECK_OK(ctx, hj_graph_output(g, hj_gelu_tanh(hj_linear(X, W, B, layout))));
+  hj_exec_t *e = NULL;
+  CHECK_OK(ctx, hj_compile(g, &e));
+  hj_exec_stats_t st;
+  CHECK_OK(ctx, hj_exec_stats(e, &st));
+  if (hj_exec_backend(e) == HJ_BACKEND_CPU && (st.kernels_matmul != 1 || st.evaluator_fallbacks != 0))
+    fail_msg("layout %d: %d matmul kernels, %d evaluator fallbacks (want 1, 0): %s", (int)layout,
+             st.kernels_matmul, st.evaluator_fallbacks, st.note);
+  hj_buffer_t *in[3] = { x, wbuf, b }, *out[1] = { NULL };
+  CHECK_OK(ctx, hj_exec_run(e, in, 3, out, 1));
+  hj_exec_destroy(e);
+  hj_graph_destroy(g);
+  return out[0];
+}
+
+typedef struct tp_data {
+  int64_t M, K, N, kc, nr;
+  float *x, *w, *wp, *b;
+} tp_data;
+
+static void tp_data_make(tp_data *d, int64_t M, int64_t K, int64_t N, int64_t kc, int64_t nr) {
+  *d = (tp_data){ M, K, N, kc, nr, malloc(sizeof(float) * (size_t)(M * K)),
+                  malloc(sizeof(float) * (size_t)(K * N)), malloc(sizeof(float) * (size_t)(K * N)),
+                  malloc(sizeof(float) * (size_t)N) };
+  for (int64_t i = 0; i < M * K; i++) d->x[i] = tp_rand();
+  for (int64_t i = 0; i < K * N; i++) d->w[i] = tp_rand();
+  for (int64_t i = 0; i < N; i++) d->b[i] = tp_rand();
+}
+
+static void tp_data_free(tp_data *d) {
+  free(d->x), free(d->w), free(d->wp), free(d->b);
+}
+
+/* The layer on |ctx| with |d|'s weights in panel order (|d|->kc, |d|->nr), or (layout
+   IN_OUT) as they are; a malloc'd copy of the result. */
+static float *tp_run(hj_ctx_t *ctx, const tp_data *d, hj_linear_layout_t layout) {
+  hj_buffer_t *x, *w, *b;
+  CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d->M, d->K), d->x, &x));
+  if (layout == HJ_LINEAR_PANELS) {
+    CHECK_OK(ctx, hj_linear_pack(ctx, d->w, HJ_LINEAR_IN_OUT, d->K, d->N, d->kc, d->nr, d->wp));
+    CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d->K / d->kc, d->N / d->nr, d->kc, d->nr),
+                                      d->wp, &w));
+  } else {
+    CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d->K, d->N), d->w, &w));
+  }
+  CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d->N), d->b, &b));
+  hj_buffer_t *y = tp_layer(ctx, x, w, b, layout);
+  float *r = malloc(sizeof(float) * (size_t)(d->M * d->N));
+  CHECK_OK(ctx, hj_buffer_copy_to_host(y, r, sizeof(float) * (size_t)(d->M * d->N)));
+  hj_buffer_destroy(x), hj_buffer_destroy(w), hj_buffer_destroy(b), hj_buffer_destroy(y);
+  return r;
+}
+
+static void tp_compare(const tp_data *d, const float *got, const float *ref, const char *what) {
+  for (int64_t i = 0; i < d->M; i++)
+    for (int64_t n = 0; n < d->N; n++) {
+      double s = fabs(d->b[n]);
+      for (int64_t k = 0; k < d->K; k++) s += fabs((double)d->x[i * d->K + k] * d->w[k * d->N + n]);
+      int64_t o = i * d->N + n;
+      double diff = fabs((double)got[o] - ref[o]), tol = 1e-5 * sqrt((double)d->K) * s + 1e-6 * (1 + fabs(ref[o]));
+      if (!(diff <= tol))
+        fail_msg("M=%lld K=%lld N=%lld kc=%lld nr=%lld, %s: y[%lld,%lld] = %.9g, reference %.9g (tol %.3g)",
+                 (long long)d->M, (long long)d->K, (long long)d->N, (long long)d->kc, (long long)d->nr, what,
+                 (long long)i, (long long)n, got[o], ref[o], tol);
+    }
+}
+
+static void test_panels_matmul(void **state) {
+  hj_ctx_t *cpu[3] = { tp_ctx(HJ_BACKEND_CPU, 1), tp_ctx(HJ_BACKEND_CPU, 2), tp_ctx(HJ_BACKEND_CPU, 3) };
+  hj_ctx_t *ref = tp_ctx(HJ_BACKEND_INTERP, 1);
+  int64_t kc0, nr;
+  CHECK_OK(cpu[0], hj_linear_panels(cpu[0], HJ_BACKEND_CPU, 768, 768, &kc0, &nr));
+  static const int64_t sz[][4] = {   /* M, K, kc, panels (N = panels * nr) */
+    { 1, 16, 16, 1 }, { 1, 768, 384, 5 }, { 3, 40, 8, 2 }, { 17, 96, 32, 3 }, { 64, 768, 384, 4 },
+    { 37, 200, 200, 7 }, { 1600, 24, 8, 2 }, { 9, 1000, 40, 1 },
+  };
+  for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+    tp_data d;
+    tp_data_make(&d, sz[i][0], sz[i][1], sz[i][3] * nr, sz[i][2], nr);
+    float *want = tp_run(ref, &d, HJ_LINEAR_PANELS);
+    float *plain = tp_run(cpu[0], &d, HJ_LINEAR_IN_OUT);
+    float *got[3];
+    for (int t = 0; t < 3; t++) got[t] = tp_run(cpu[t], &d, HJ_LINEAR_PANELS);
+    tp_compare(&d, got[0], want, "panels on the CPU against the evaluator");
+    tp_compare(&d, plain, want, "(in, out) on the CPU against the evaluator");
+    tp_compare(&d, got[0], plain, "panels against (in, out) on the CPU");
+    for (int t = 1; t < 3; t++)
+      if (memcmp(got[0], got[t], sizeof(float) * (size_t)(d.M * d.N)))
+        fail_msg("M=%lld K=%lld: %d threads differ from 1", (long long)d.M, (long long)d.K, t + 1);
+    for (int t = 0; t < 3; t++) free(got[t]);
+    free(want), free(plain);
+    tp_data_free(&d);
+  }
+  /* another nr than the micro-kernel's: a plain dot after a transpose, still right */
+  tp_data d;
+  int64_t other = nr == 8 ? 16 : 8;
+  tp_data_make(&d, 5, 64, 3 * other, 16, other);
+  float *want = tp_run(ref, &d, HJ_LINEAR_PANELS), *got = tp_run(cpu[1], &d, HJ_LINEAR_PANELS);
+  tp_compare(&d, got, want, "panels of another nr");
+  free(want), free(got);
+  tp_data_free(&d);
+  for (int t = 0; t < 3; t++) hj_ctx_destroy(cpu[t]);
+  hj_ctx_destroy(ref);
+}
+
+static void test_panels_bad_shapes(void **state) {
+  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_INTERP, 1);
+  hj_graph_t *g = NULL;
+  CHECK_OK(ctx, hj_graph_create(ctx, "bad", &g));
+  hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(4, 64), "x");
+  hj_tensor_t w3 = hj_param(g, HJ_F32, HJ_SHAPE(4, 2, 16), "w3");
+  hj_tensor_t w4 = hj_param(g, HJ_F32, HJ_SHAPE(3, 2, 16, 8), "w4");   /* in 48, not 64 */
+  hj_linear(x, w3, HJ_NONE, HJ_LINEAR_PANELS);
+  assert_int_equal(hj_graph_status(g), HJ_ERR_SHAPE);
+  assert_non_null(strstr(hj_ctx_error(ctx), "rank 4"));
+  hj_graph_destroy(g);
+  CHECK_OK(ctx, hj_graph_create(ctx, "bad2", &g));
+  x = hj_param(g, HJ_F32, HJ_SHAPE(4, 64), "x");
+  w4 = hj_param(g, HJ_F32, HJ_SHAPE(3, 2, 16, 8), "w4");
+  hj_linear(x, w4, HJ_NONE, HJ_LINEAR_PANELS);
+  assert_int_equal(hj_graph_status(g), HJ_ERR_SHAPE);
+  assert_non_null(strstr(hj_ctx_error(ctx), "takes 48"));
+  hj_graph_destroy(g);
+  hj_ctx_destroy(ctx);
+}
+
+/* ---- dot_canon ------------------------------------------------------------------------------ */
+
+static const char *tp_panel_text =
+    "HloModule t\nENTRY e {\n  a = f32[5,3,8] parameter(0)\n  b = f32[3,2,8,4] parameter(1)\n"
+    "  ROOT d = f32[5,2,4] dot(a, b), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,2}\n}\n";
+
+static void tp_canon(int panel_nr, bool want_changed) {
+  hj_ctx_t *ctx = tu_ctx();
+  hlo_module *m = NULL;
+  CHECK_OK(ctx, hlo_parse_module(ctx, tp_panel_text, strlen(tp_panel_text), "t", &m));
+  int n = (int)arrlen(m->entry->params);
+  hlo_literal *args[2];
+  for (int i = 0; i < n; i++) {
+    args[i] = hlo_literal_new(ctx, &m->entry->params[i]->shape);
+    for (int64_t k = 0; k < hlo_shape_numel(&args[i]->shape); k++) ((float *)args[i]->data)[k] = tp_rand();
+  }
+  hlo_literal *before = NULL, *after = NULL;
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, n, &before));
+  bool changed = false;
+  CHECK_OK(ctx, pass_dot_canonicalize(m, panel_nr, &changed));
+  assert_int_equal(changed, want_changed);
+  CHECK_OK(ctx, hlo_verify_module(m));
+  const hlo_instr *dot = NULL;
+  for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++)
+    if (m->entry->instrs[i]->op == HLO_OP_DOT) dot = m->entry->instrs[i];
+  assert_non_null(dot);
+  assert_int_equal(hlo_dot_is_panels(dot, NULL), !want_changed);
+  if (want_changed) assert_int_equal(dot->operands[1]->shape.rank, 2);   /* [K, N] */
+  CHECK_OK(ctx, hlo_eval_module(ctx, m, args, n, &after));
+  assert_memory_equal(before->data, after->data, 5 * 8 * sizeof(float));
+  hlo_literal_free(before), hlo_literal_free(after);
+  for (int i = 0; i < n; i++) hlo_literal_free(args[i]);
+  hlo_module_free(m);
+  hj_ctx_destroy(ctx);
+}
+
+static void test_dot_canon_panels(void **state) {
+  tp_canon(4, false);   /* the target's nr: kept, read in place */
+  tp_canon(8, true);    /* another nr: a plain dot */
+  tp_canon(0, true);    /* no panels (the GPU) */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_pack),
+    cmocka_unit_test(test_panels_query),
+    cmocka_unit_test(test_panels_matmul),
+    cmocka_unit_test(test_panels_bad_shapes),
+    cmocka_unit_test(test_dot_canon_panels),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
