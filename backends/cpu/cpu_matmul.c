@@ -47,14 +47,15 @@
    packed panel order (plan's rhs_panels, hj_linear's HJ_LINEAR_PANELS; cmm_panels_unit):
    each panel read in place, contiguous, by all the strips of the A block in turn. The same
    process, the same 124M weights as (in, out) / (out, in) or as panels (bench_gpt2's
-   "plain" and "kernel" rows, 1 / 2 threads): T = 64 142.6 / 75.3 ms against 115.1 / 62.6,
-   T = 256 507 / 282 against 475 / 252.
+   "plain" and "kernel" rows, 1 / 2 threads): T = 64 142.6 / 75.9 ms against 114.2 / 68.2,
+   T = 256 501 / 276 against 471 / 263; bench_matmul --cold at M = 64, B from memory:
+   1.31-1.37 x OpenBLAS with panels, 1.05-1.07 x without.
 
    Panel-order B (rhs_panels): no B packing and no K blocks; the parts split N in whole
    panels (each thread reads its own panels: contiguous stretches at every kc step), or M
    when N has too few. Per A block and kc step, panel after panel, every mr-row strip of
    the block runs on it; the epilogue runs per row after the last step. The gemv (gemvp)
-   takes a thread's run of panels per kc step, 4 panels side by side (4 streams).
+   takes a thread's run of panels per kc step, 2 panels side by side (2 streams).
 
    M = 1 (decode) uses the plan's gemv, B read once. B transposed: split over N (each output
    is one contiguous row of B). B normal: split over K in the plan's fixed blocks of

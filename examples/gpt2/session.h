@@ -83,8 +83,8 @@
    (a copy either way), bf16 matrices kept bf16 (the order is f32), or where the CPU has no
    panel order for a shape (a width not a multiple of its nr: that matrix keeps the layout
    above). GPT-2 124M, bench_gpt2 (Zen 4, 1 / 2 threads, one run, the same weights both
-   ways): prefill T = 64 115.1 / 62.6 ms against 142.6 / 75.3 without, T = 256 475 / 252
-   against 507 / 282, decode 18.2 / 13.7 ms against 19.9 / 13.4.
+   ways): prefill T = 64 114.2 / 68.2 ms against 142.6 / 75.9 without, T = 256 471 / 263
+   against 501 / 276, decode 18.3 / 10.8 ms against 20.2 / 12.0.
 
    VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
    DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),

@@ -151,11 +151,13 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
    y[q*nr + j] = fma(x[kc-1], b_q[kc-1][j], ... fma(x[0], b_q[0][j], y[q*nr + j])):
    the fma chain of the plain gemv over one panel (same bits), G = EMM_PANEL_G panels at a
    time with their G * nr / vw accumulators in registers from the first row to the last.
-   G panels are G sequential streams. One panel at a time (the plain gemv per panel,
-   ldb = nr) read B as one stream and y through L1 on every 8 rows: GPT-2 124M decode,
-   HLOJIT_PROFILE=1 build/gpt2 on Zen 4, per matrix 18-25 GB/s against 20-30 for the plain
-   layouts (8 row streams). */
-#define EMM_PANEL_G 4
+   G panels are G sequential streams. One panel at a time through the plain gemv (ldb =
+   nr, y through L1 on every 8 rows) was slower: GPT-2 124M decode, HLOJIT_PROFILE=1
+   build/gpt2 on Zen 4, per matrix 18-25 GB/s against 20-30 for the plain layouts (8 row
+   streams). G measured in one process against a session without panels (decode step,
+   best of 12-15; panels / plain, Zen 4): 1 thread G = 1 0.85-0.86, G = 2 0.84-0.85, G = 4
+   0.89-0.90; 2 threads G = 1 0.98, G = 2 0.89 (G = 4's baseline too noisy to read). */
+#define EMM_PANEL_G 2
 static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef q, int arg) {
   LLVMBuilderRef b = em->b;
   int G = arg >> 8 & 255, vw = arg & 255, nv = arg >> 16;
