@@ -15,8 +15,8 @@
    into one loop fusion.
 
    A dot whose rhs is in panel order (ir.h, hlo_dot_is_panels) has the result [M,Q,nr],
-   which is C [M,N]: its user may also be the reshape to C (absorbed first, so that the
-   fusion's shape is C), and its epilogue is checked against C's dims.
+   which is C [M,N]: its epilogue (reached through the reshape to C, which fusion.c puts
+   into the loop fusion) is checked against C's dims.
    First, transposes feeding a dot fold into its dimension numbers (below).
 
    Worked example (GPT-2 MLP), x: f32[64,768], w: f32[768,3072], b: f32[3072]:
@@ -73,9 +73,7 @@ static const hlo_instr *epi_dot_of(const hlo_instr *d) {
 static bool epi_consumer_ok(const hlo_instr *u, const hlo_instr *d) {
   hlo_shape ds = d->shape;   /* a panel-order dot's epilogue sees C [M,N] (ir.h) */
   const hlo_instr *h = epi_dot_of(d);
-  bool panels = h && hlo_dot_is_panels(h, &ds);
-  if (panels && (u->op == HLO_OP_RESHAPE || u->op == HLO_OP_BITCAST))   /* [M,Q,nr] -> C [M,N] */
-    return hlo_shape_layout_is_default(&u->shape) && epi_same_nontrivial(&u->shape, &ds);
+  if (h) (void)hlo_dot_is_panels(h, &ds);
   if (u->op != HLO_OP_FUSION)
     return hlo_op_is_elementwise(u) && u->shape.type == d->shape.type &&
            epi_same_nontrivial(&u->shape, &ds);

@@ -73,7 +73,7 @@ static bool fuu_reads_lone_dot(const hlo_comp *c, const hlo_instr *x, hlo_uidx *
       const hlo_instr *h = hlo_fusion_hero(o->calls[0]);
       dot = h && h->op == HLO_OP_DOT;
     }
-    /* a panel-order dot's reshape to C [M,N] (ir.h): epilogue_fusion.c absorbs it first */
+    /* a panel-order dot's reshape to C [M,N] (ir.h): it reads the dot for its epilogue */
     if ((o->op == HLO_OP_RESHAPE || o->op == HLO_OP_BITCAST) && o->noperands == 1 &&
         hlo_dot_is_panels(o->operands[0], NULL) && fuu_users(c, o->operands[0], ux) == 1)
       dot = true;

@@ -10,12 +10,18 @@
    an A block, M = 1 (the gemv), several K steps, one and many panels; tolerance per element
    1e-5 * sqrt(K) * sum_k |x w| (+ the tanh's 1e-6). Every one compiles to a matmul kernel
    with no evaluator fallback. 1, 2 and 3 threads give the same bits.
+   Consumers: a residual epilogue, a split in three, a row sum, two users, at M = 1, 5, 64,
+   against the evaluator (1e-5 of the output's largest value), one matmul kernel each, whose
+   fusion takes as many operands (the epilogue's bias and residual) as in the same graph
+   with w (in, out) (from the after-passes dumps).
    dot_canon: a panel dot of the target's nr stays as it is; with another nr (and on a
    target without panels) it becomes a plain canonical dot, with the evaluator's bits.
    Errors: hj_linear_panels for an out that is not a multiple of nr and for the evaluator
    backend, hj_linear_pack's bad arguments, hj_linear with a wrong panel shape. */
 #include "testutil.h"
+#include <dirent.h>
 #include <math.h>
+#include <unistd.h>
 
 #if !__has_include(<llvm-c/Core.h>)
 static void test_panels_not_built(void **state) {
@@ -210,6 +216,174 @@ static void test_panels_matmul(void **state) {
   hj_ctx_destroy(ref);
 }
 
+/* ---- what the panel dot feeds ----------------------------------------------------------------
+   The fusion passes see the panel dot's C [M,N] through its reshape (epilogue_fusion.c,
+   fusion_util.c): a residual epilogue, a split into three (GPT-2's qkv), a row reduction
+   (a layer norm's), two users. Each graph against the evaluator, with no fallbacks. */
+
+typedef int (*tp_graph_fn)(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *outs);
+static int tp_g_residual(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *o) { o[0] = hj_add(y, r); return 1; }
+static int tp_g_split(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *o) {
+  int64_t n = hj_tensor_shape(y).dims[1] / 3, sz[3] = { n, n, n };
+  hj_tensor_t t = hj_split(y, 1, sz, 3);
+  for (int i = 0; i < 3; i++) o[i] = hj_get_tuple_element(t, i);
+  return 3;
+}
+static int tp_g_rowsum(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *o) {
+  const int64_t d = 1;
+  o[0] = hj_reduce(hj_add(y, r), HJ_RED_SUM, &d, 1);
+  return 1;
+}
+static int tp_g_two_users(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *o) {
+  o[0] = hj_mul(y, y);
+  o[1] = hj_add(y, r);
+  return 2;
+}
+
+/* The operands of the matmul fusion (kOutput) in the entry of the module |name| that
+   |ctx| dumped to |dir|: the epilogue's inputs (bias, residual) show up there; -1 if none. */
+static int tp_matmul_operands(const char *dir, const char *name) {
+  char suffix[96], path[512];
+  snprintf(suffix, sizeof suffix, ".%s.after_passes.hlo", name);
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  int n = -1;
+  while (d && (de = readdir(d))) {
+    size_t l = strlen(de->d_name), ls = strlen(suffix);
+    if (l < ls || strcmp(de->d_name + l - ls, suffix)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    size_t len;
+    char *text = tu_read_file(path, &len), *e = text ? strstr(text, "ENTRY") : NULL;
+    char *k = e ? strstr(e, "kind=kOutput") : NULL, *line = k;
+    while (line && line > e && line[-1] != '\n') line--;
+    char *f = line ? strstr(line, " fusion(") : NULL;
+    if (f && f < k) {
+      n = 1;
+      for (char *c = f + 8; *c && *c != ')'; c++) n += *c == ',';
+    }
+    free(text);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* The matmul fusion's operands in the same graph with w (in, out) on |ctx| (dumping to
+   |dir|): what the panel one must match. */
+static int tp_plain_operands(hj_ctx_t *ctx, const char *dir, int64_t M, int64_t K, int64_t N,
+                             tp_graph_fn fn, const char *name) {
+  hj_graph_t *g = NULL;
+  CHECK_OK(ctx, hj_graph_create(ctx, name, &g));
+  hj_tensor_t X = hj_param(g, HJ_F32, HJ_SHAPE(M, K), "x"), W = hj_param(g, HJ_F32, HJ_SHAPE(K, N), "w");
+  hj_tensor_t B = hj_param(g, HJ_F32, HJ_SHAPE(N), "b"), R = hj_param(g, HJ_F32, HJ_SHAPE(M, N), "r"), o[3];
+  int n = fn(hj_linear(X, W, B, HJ_LINEAR_IN_OUT), R, o);
+  for (int i = 0; i < n; i++) CHECK_OK(ctx, hj_graph_output(g, o[i]));
+  hj_exec_t *e = NULL;
+  CHECK_OK(ctx, hj_compile(g, &e));
+  hj_exec_stats_t st;
+  CHECK_OK(ctx, hj_exec_stats(e, &st));
+  hj_exec_destroy(e);
+  hj_graph_destroy(g);
+  return tp_matmul_operands(dir, name);
+}
+
+static void tp_consumers(hj_ctx_t *ctx, const char *dir, hj_ctx_t *ref, int64_t M, int64_t kc, int64_t nr,
+                         tp_graph_fn fn, const char *what) {
+  static int seq;
+  char pname[32], qname[32];
+  snprintf(pname, sizeof pname, "panels%d", seq), snprintf(qname, sizeof qname, "plain%d", seq++);
+  const int64_t K = 2 * kc, N = 3 * nr;
+  tp_data d;
+  tp_data_make(&d, M, K, N, kc, nr);
+  float *r = malloc(sizeof(float) * (size_t)(M * N));
+  for (int64_t i = 0; i < M * N; i++) r[i] = tp_rand();
+  CHECK_OK(ctx, hj_linear_pack(ctx, d.w, HJ_LINEAR_IN_OUT, K, N, kc, nr, d.wp));
+  float *res[2][3] = { { 0 } };
+  int64_t cnt[3] = { 0 };
+  int nout = 0;
+  for (int v = 0; v < 2; v++) {
+    hj_ctx_t *c = v ? ref : ctx;
+    hj_graph_t *g = NULL;
+    CHECK_OK(c, hj_graph_create(c, v ? what : pname, &g));
+    hj_tensor_t X = hj_param(g, HJ_F32, HJ_SHAPE(M, K), "x");
+    hj_tensor_t W = hj_param(g, HJ_F32, HJ_SHAPE(K / kc, N / nr, kc, nr), "w");
+    hj_tensor_t B = hj_param(g, HJ_F32, HJ_SHAPE(N), "b");
+    hj_tensor_t R = hj_param(g, HJ_F32, HJ_SHAPE(M, N), "r");
+    hj_tensor_t o[3];
+    nout = fn(hj_linear(X, W, B, HJ_LINEAR_PANELS), R, o);
+    for (int i = 0; i < nout; i++) CHECK_OK(c, hj_graph_output(g, o[i]));
+    hj_exec_t *e = NULL;
+    CHECK_OK(c, hj_compile(g, &e));
+    hj_exec_stats_t st;
+    CHECK_OK(c, hj_exec_stats(e, &st));
+    if (!v && (st.kernels_matmul != 1 || st.evaluator_fallbacks != 0))
+      fail_msg("%s, M=%lld: %d matmul kernels, %d evaluator fallbacks (want 1, 0)", what, (long long)M,
+               st.kernels_matmul, st.evaluator_fallbacks);
+    if (!v) {   /* the epilogue the dot takes: the same as with w (in, out) */
+      int got = tp_matmul_operands(dir, pname), want = tp_plain_operands(ctx, dir, M, K, N, fn, qname);
+      if (got != want || got < 2)
+        fail_msg("%s, M=%lld: the matmul fusion has %d operands, with w (in, out) %d", what, (long long)M, got, want);
+    }
+    hj_buffer_t *in[4], *out[3] = { NULL, NULL, NULL };
+    CHECK_OK(c, hj_buffer_from_host(c, HJ_F32, HJ_SHAPE(M, K), d.x, &in[0]));
+    CHECK_OK(c, hj_buffer_from_host(c, HJ_F32, HJ_SHAPE(K / kc, N / nr, kc, nr), d.wp, &in[1]));
+    CHECK_OK(c, hj_buffer_from_host(c, HJ_F32, HJ_SHAPE(N), d.b, &in[2]));
+    CHECK_OK(c, hj_buffer_from_host(c, HJ_F32, HJ_SHAPE(M, N), r, &in[3]));
+    CHECK_OK(c, hj_exec_run(e, in, 4, out, nout));
+    for (int i = 0; i < nout; i++) {
+      cnt[i] = (int64_t)(hj_buffer_nbytes(out[i]) / sizeof(float));
+      res[v][i] = malloc(hj_buffer_nbytes(out[i]));
+      CHECK_OK(c, hj_buffer_copy_to_host(out[i], res[v][i], hj_buffer_nbytes(out[i])));
+      hj_buffer_destroy(out[i]);
+    }
+    for (int i = 0; i < 4; i++) hj_buffer_destroy(in[i]);
+    hj_exec_destroy(e);
+    hj_graph_destroy(g);
+  }
+  for (int i = 0; i < nout; i++) {
+    double scale = 0;
+    for (int64_t k = 0; k < cnt[i]; k++) scale = fmax(scale, fabs(res[1][i][k]));
+    for (int64_t k = 0; k < cnt[i]; k++)
+      if (!(fabs((double)res[0][i][k] - res[1][i][k]) <= 1e-5 * (1 + scale)))
+        fail_msg("%s, M=%lld: output %d [%lld] = %.9g, evaluator %.9g", what, (long long)M, i, (long long)k,
+                 res[0][i][k], res[1][i][k]);
+    free(res[0][i]), free(res[1][i]);
+  }
+  free(r);
+  tp_data_free(&d);
+}
+
+static void test_panels_consumers(void **state) {
+  char dir[] = "/tmp/hlojit_panelsXXXXXX";
+  assert_non_null(mkdtemp(dir));
+  hj_ctx_options_t o;
+  hj_ctx_options_init(&o);
+  o.backend = HJ_BACKEND_CPU;
+  o.num_threads = 2;
+  o.cache_dir = "off";
+  o.dump_dir = dir;
+  hj_ctx_t *ctx = NULL, *ref = tp_ctx(HJ_BACKEND_INTERP, 1);
+  if (hj_ctx_create(&o, &ctx) != HJ_OK) fail_msg("hj_ctx_create failed");
+  int64_t kc, nr;
+  CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 96, 768, &kc, &nr));
+  static const struct { tp_graph_fn fn; const char *what; } g[] = {
+    { tp_g_residual, "bias + residual" }, { tp_g_split, "split in three" },
+    { tp_g_rowsum, "row sum" }, { tp_g_two_users, "two users" },
+  };
+  static const int64_t Ms[] = { 1, 5, 64 };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+    for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
+      tp_consumers(ctx, dir, ref, Ms[m], kc, nr, g[i].fn, g[i].what);
+  hj_ctx_destroy(ctx);
+  hj_ctx_destroy(ref);
+  DIR *d = opendir(dir);   /* the dumps */
+  struct dirent *de;
+  char path[512];
+  while (d && (de = readdir(d)))
+    if (de->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", dir, de->d_name), unlink(path);
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
 static void test_panels_bad_shapes(void **state) {
   hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_INTERP, 1);
   hj_graph_t *g = NULL;
@@ -278,6 +452,7 @@ int main(void) {
     cmocka_unit_test(test_pack),
     cmocka_unit_test(test_panels_query),
     cmocka_unit_test(test_panels_matmul),
+    cmocka_unit_test(test_panels_consumers),
     cmocka_unit_test(test_panels_bad_shapes),
     cmocka_unit_test(test_dot_canon_panels),
   };
