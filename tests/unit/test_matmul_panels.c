@@ -19,9 +19,7 @@
    Errors: hj_linear_panels for an out that is not a multiple of nr and for the evaluator
    backend, hj_linear_pack's bad arguments, hj_linear with a wrong panel shape. */
 #include "testutil.h"
-#include <dirent.h>
-#include <math.h>
-#include <unistd.h>
+#include "cpu_testutil.h"
 
 #if !__has_include(<llvm-c/Core.h>)
 static void test_panels_not_built(void **state) {
@@ -40,21 +38,10 @@ static float tp_rand(void) {
   return (float)((tp_seed >> 8) & 0xffff) / 65536.0f - 0.5f;
 }
 
-static hj_ctx_t *tp_ctx(hj_backend_t be, int threads) {
-  hj_ctx_options_t o;
-  hj_ctx_options_init(&o);
-  o.backend = be;
-  o.num_threads = threads;
-  o.cache_dir = "off";
-  hj_ctx_t *ctx = NULL;
-  if (hj_ctx_create(&o, &ctx) != HJ_OK) fail_msg("hj_ctx_create failed");
-  return ctx;
-}
-
 /* ---- packing ------------------------------------------------------------------------------ */
 
 static void test_pack(void **state) {
-  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_INTERP, 1);
+  hj_ctx_t *ctx = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
   const int64_t in = 24, out = 20, kc = 8, nr = 4, Q = out / nr;
   float w[24 * 20], wt[20 * 24], a[24 * 20], b[24 * 20];
   for (int64_t i = 0; i < in * out; i++) w[i] = (float)i;
@@ -83,7 +70,7 @@ static void test_pack(void **state) {
 }
 
 static void test_panels_query(void **state) {
-  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_CPU, 1);
+  hj_ctx_t *ctx = cb_ctx(HJ_BACKEND_CPU, 1, NULL);
   int64_t kc = 0, nr = 0;
   CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 768, 2304, &kc, &nr));
   assert_true(nr == 48 || nr == 16 || nr == 8);
@@ -179,8 +166,8 @@ static void tp_compare(const tp_data *d, const float *got, const float *ref, con
 }
 
 static void test_panels_matmul(void **state) {
-  hj_ctx_t *cpu[3] = { tp_ctx(HJ_BACKEND_CPU, 1), tp_ctx(HJ_BACKEND_CPU, 2), tp_ctx(HJ_BACKEND_CPU, 3) };
-  hj_ctx_t *ref = tp_ctx(HJ_BACKEND_INTERP, 1);
+  hj_ctx_t *cpu[3] = { cb_ctx(HJ_BACKEND_CPU, 1, NULL), cb_ctx(HJ_BACKEND_CPU, 2, NULL), cb_ctx(HJ_BACKEND_CPU, 3, NULL) };
+  hj_ctx_t *ref = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
   int64_t kc0, nr;
   CHECK_OK(cpu[0], hj_linear_panels(cpu[0], HJ_BACKEND_CPU, 768, 768, &kc0, &nr));
   static const int64_t sz[][4] = {   /* M, K, kc, panels (N = panels * nr) */
@@ -243,27 +230,18 @@ static int tp_g_two_users(hj_tensor_t y, hj_tensor_t r, hj_tensor_t *o) {
 /* The operands of the matmul fusion (kOutput) in the entry of the module |name| that
    |ctx| dumped to |dir|: the epilogue's inputs (bias, residual) show up there; -1 if none. */
 static int tp_matmul_operands(const char *dir, const char *name) {
-  char suffix[96], path[512];
-  snprintf(suffix, sizeof suffix, ".%s.after_passes.hlo", name);
-  DIR *d = opendir(dir);
-  struct dirent *de;
+  char part[96];
+  snprintf(part, sizeof part, ".%s.after_passes.hlo", name);
+  char *text = cb_dump_read(dir, part), *e = text ? strstr(text, "ENTRY") : NULL;
+  char *k = e ? strstr(e, "kind=kOutput") : NULL, *line = k;
+  while (line && line > e && line[-1] != '\n') line--;
+  char *f = line ? strstr(line, " fusion(") : NULL;
   int n = -1;
-  while (d && (de = readdir(d))) {
-    size_t l = strlen(de->d_name), ls = strlen(suffix);
-    if (l < ls || strcmp(de->d_name + l - ls, suffix)) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    size_t len;
-    char *text = tu_read_file(path, &len), *e = text ? strstr(text, "ENTRY") : NULL;
-    char *k = e ? strstr(e, "kind=kOutput") : NULL, *line = k;
-    while (line && line > e && line[-1] != '\n') line--;
-    char *f = line ? strstr(line, " fusion(") : NULL;
-    if (f && f < k) {
-      n = 1;
-      for (char *c = f + 8; *c && *c != ')'; c++) n += *c == ',';
-    }
-    free(text);
+  if (f && f < k) {
+    n = 1;
+    for (char *c = f + 8; *c && *c != ')'; c++) n += *c == ',';
   }
-  if (d) closedir(d);
+  free(text);
   return n;
 }
 
@@ -355,14 +333,7 @@ static void tp_consumers(hj_ctx_t *ctx, const char *dir, hj_ctx_t *ref, int64_t 
 static void test_panels_consumers(void **state) {
   char dir[] = "/tmp/hlojit_panelsXXXXXX";
   assert_non_null(mkdtemp(dir));
-  hj_ctx_options_t o;
-  hj_ctx_options_init(&o);
-  o.backend = HJ_BACKEND_CPU;
-  o.num_threads = 2;
-  o.cache_dir = "off";
-  o.dump_dir = dir;
-  hj_ctx_t *ctx = NULL, *ref = tp_ctx(HJ_BACKEND_INTERP, 1);
-  if (hj_ctx_create(&o, &ctx) != HJ_OK) fail_msg("hj_ctx_create failed");
+  hj_ctx_t *ctx = cb_ctx(HJ_BACKEND_CPU, 2, dir), *ref = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
   int64_t kc, nr;
   CHECK_OK(ctx, hj_linear_panels(ctx, HJ_BACKEND_CPU, 96, 768, &kc, &nr));
   static const struct { tp_graph_fn fn; const char *what; } g[] = {
@@ -375,17 +346,11 @@ static void test_panels_consumers(void **state) {
       tp_consumers(ctx, dir, ref, Ms[m], kc, nr, g[i].fn, g[i].what);
   hj_ctx_destroy(ctx);
   hj_ctx_destroy(ref);
-  DIR *d = opendir(dir);   /* the dumps */
-  struct dirent *de;
-  char path[512];
-  while (d && (de = readdir(d)))
-    if (de->d_name[0] != '.') snprintf(path, sizeof path, "%s/%s", dir, de->d_name), unlink(path);
-  if (d) closedir(d);
-  rmdir(dir);
+  cb_dump_remove(dir);
 }
 
 static void test_panels_bad_shapes(void **state) {
-  hj_ctx_t *ctx = tp_ctx(HJ_BACKEND_INTERP, 1);
+  hj_ctx_t *ctx = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
   hj_graph_t *g = NULL;
   CHECK_OK(ctx, hj_graph_create(ctx, "bad", &g));
   hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(4, 64), "x");
