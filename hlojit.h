@@ -466,12 +466,13 @@ hj_tensor_t hj_argmax(hj_tensor_t x, int axis);   /* -> s32, first maximum wins 
    out), y = x @ w (JAX, Hugging Face GPT-2's Conv1D); HJ_LINEAR_OUT_IN, w (out, in),
    y = x @ w^T (PyTorch nn.Linear, llm.c). Neither layout is transposed at run time. w may
    be bf16 with an f32 x (a mixed-precision dot, hj_dot_general): weights kept in bf16.
-   HJ_LINEAR_PANELS: w (in/kc, out/nr, kc, nr), f32: the (in, out) matrix cut into kc x nr
-   blocks, each row-major, block (p, q) holding rows p*kc.. and columns q*nr.. -- the order
+   HJ_LINEAR_PANELS: w (in/kc, out/nr, kc, nr), f32 or bf16 (x f32): the (in, out) matrix
+   cut into kc x nr blocks, each row-major, block (p, q) holding rows p*kc.. and columns q*nr.. -- the order
    in which the CPU backend's matmul micro-kernel reads its weights, so it reads them in
    place instead of repacking them on every run (GPT-2 124M, a prefill of 64 tokens: the
-   packing was 17-20% of it). hj_linear_panels gives kc and nr for a backend and a shape;
-   hj_linear_pack writes a matrix of either other layout in that order. Where the backend
+   packing was 17-20% of it; bf16 panels are widened as the kernels load them).
+   hj_linear_panels gives kc and nr for a backend and a shape; hj_linear_pack (f32) and
+   hj_linear_pack_bf16 write a matrix of either other layout in that order. Where the backend
    has no panel order or another nr (CUDA, another CPU), the dot is still right but
    transposes w on every run. */
 typedef enum hj_linear_layout { HJ_LINEAR_IN_OUT = 0, HJ_LINEAR_OUT_IN, HJ_LINEAR_PANELS,
@@ -488,6 +489,10 @@ hj_status hj_linear_panels(hj_ctx_t *ctx, hj_backend_t backend, int64_t in, int6
    which must divide |in| and |out|. */
 hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layout, int64_t in,
                          int64_t out, int64_t kc, int64_t nr, float *dst);
+/* hj_linear_pack for bf16 weights (their 16-bit patterns): the same order, the bits moved
+   as they are. */
+hj_status hj_linear_pack_bf16(hj_ctx_t *ctx, const uint16_t *w, hj_linear_layout_t layout, int64_t in,
+                              int64_t out, int64_t kc, int64_t nr, uint16_t *dst);
 
 /* Time spent in one HLO pass during a compile or hj_module_optimize_timed (summed over its
    runs: the simplification passes run several rounds). */

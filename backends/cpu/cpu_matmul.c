@@ -356,17 +356,16 @@ static void cmm_panels_unit(const cmm_job *J, char *scr, int64_t m0, int64_t m1,
   const struct emit_matmul_plan *p = J->p;
   const int64_t N = p->N, K = p->K, kc = p->kc;
   float *ap = (float *)scr, *tile = (float *)(scr + cmm_a_bytes(p));
-  const float *B = (const float *)J->b;
   for (int64_t ic = m0; ic < m1; ic += p->mc) {
     int64_t mcur = m1 - ic < p->mc ? m1 - ic : p->mc;
     for (int64_t pc = 0; pc < K; pc += kc) {
       cmm_pack_a(ap, J->a + ic * K + pc, K, mcur, kc, p->mr);
-      const float *bk = B + pc * N;   /* panel (pc / kc, jr / nr) at bk + jr * kc */
+      /* panel (pc / kc, jr / nr) at element pc * N + jr * kc (a bf16 one: the ukr widens it) */
       for (int64_t jr = n0; jr < n1; jr += p->nr)
         for (int64_t ir = 0; ir < mcur; ir += p->mr) {
           int64_t rows = mcur - ir < p->mr ? mcur - ir : p->mr;
-          cmm_tile(p, ap + ir * kc, bk + jr * kc, J->c + (ic + ir) * N + jr, N, kc, rows, p->nr,
-                   pc > 0, tile);
+          cmm_tile(p, ap + ir * kc, (const float *)(J->b + (pc * N + jr * kc) * J->bes),
+                   J->c + (ic + ir) * N + jr, N, kc, rows, p->nr, pc > 0, tile);
         }
     }
     for (int64_t i = 0; p->epi && i < mcur; i++) p->epi(J->bufs, (ic + i) * N + n0, (ic + i) * N + n1);
@@ -396,8 +395,8 @@ static void cmm_gemv_units(const cmm_job *J, int64_t begin, int64_t end) {
     if (p->rhs_panels) {   /* the panels of columns [lo, hi), one kc step after the other */
       memset(y + lo, 0, (size_t)(hi - lo) * 4);
       for (int64_t pc = 0; pc < p->K; pc += p->kc)
-        p->gemv(p->kc, x + pc, (const float *)Bm + pc * p->N + lo * p->kc, y + lo, p->kc * p->nr,
-                (hi - lo) / p->nr);
+        p->gemv(p->kc, x + pc, (const float *)(Bm + (pc * p->N + lo * p->kc) * J->bes), y + lo,
+                p->kc * p->nr, (hi - lo) / p->nr);
     } else if (p->rhs_transposed) {
       p->gemv(p->K, x, (const float *)(Bm + lo * p->K * J->bes), y + lo, p->K, hi - lo);
     } else {

@@ -150,13 +150,15 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, 
   return 0;
 }
 
-/* A new f32 buffer holding matrix |t| in the CPU backend's panel order (LAYOUTS), *view
-   describing it; 1 (nothing made, no error) when the backend has no panel order for its
-   shape. */
-static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, gpt2_tensor *view, hj_buffer_t **out,
-                        gpt2_err *err) {
+/* A new buffer holding matrix |t| in the CPU backend's panel order (LAYOUTS): f32, or bf16
+   when |t| is bf16 and |keep16|; *view describes it. 1 (nothing made, no error) when the
+   backend has no panel order for its shape. */
+static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, bool keep16, gpt2_tensor *view,
+                        hj_buffer_t **out, gpt2_err *err) {
   const bool oi = t->layout == GPT2_OUT_IN;
   const int64_t in = t->shape[oi], n_out = t->shape[!oi];
+  const hj_linear_layout_t lay = oi ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT;
+  const bool b16 = keep16 && t->dtype == GPT2_BF16;
   int64_t kc, nr;
   if (hj_linear_panels(s->ctx, HJ_BACKEND_CPU, in, n_out, &kc, &nr)) {
     hj_ctx_clear_error(s->ctx);
@@ -164,19 +166,19 @@ static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, gpt2_tensor *view
   }
   float *wide = NULL;
   const float *src = t->data;
-  if (t->dtype != GPT2_F32) {
+  if (t->dtype != GPT2_F32 && !b16) {
     if (!(wide = malloc(sizeof *wide * (size_t)(in * n_out)))) return gpt2_errf(err, "out of memory");
     for (int64_t i = 0; i < in * n_out; i++) wide[i] = elem(t, i);
     src = wide;
   }
   int rc = 0;
-  if (hj_buffer_create(s->ctx, HJ_F32, HJ_SHAPE(in / kc, n_out / nr, kc, nr), out) ||
-      hj_linear_pack(s->ctx, src, oi ? HJ_LINEAR_OUT_IN : HJ_LINEAR_IN_OUT, in, n_out, kc, nr,
-                     hj_buffer_host_ptr(*out)))
+  if (hj_buffer_create(s->ctx, b16 ? HJ_BF16 : HJ_F32, HJ_SHAPE(in / kc, n_out / nr, kc, nr), out) ||
+      (b16 ? hj_linear_pack_bf16(s->ctx, t->data, lay, in, n_out, kc, nr, hj_buffer_host_ptr(*out))
+           : hj_linear_pack(s->ctx, src, lay, in, n_out, kc, nr, hj_buffer_host_ptr(*out))))
     rc = gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
   free(wide);
   *view = *t;
-  view->dtype = GPT2_F32;
+  view->dtype = b16 ? GPT2_BF16 : GPT2_F32;
   view->layout = GPT2_PANELS;
   view->shape[0] = in, view->shape[1] = n_out;
   view->panel[0] = kc, view->panel[1] = nr;
@@ -188,7 +190,7 @@ static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, gpt2_tensor *view
 static int lm_head_buffer(gpt2_session *s, bool keep16, gpt2_tensor *lm, gpt2_err *err) {
   gpt2_tensor wte = s->w->wte;   /* (Vp, C): the tied head's (out, in) */
   wte.layout = GPT2_OUT_IN;
-  int rc = s->panels ? panel_buffer(s, &wte, lm, &s->lm_head, err) : 1;
+  int rc = s->panels ? panel_buffer(s, &wte, keep16, lm, &s->lm_head, err) : 1;
   if (rc == 0) s->lm_head_panel[0] = lm->panel[0], s->lm_head_panel[1] = lm->panel[1];
   return rc < 0 ? -1 : rc > 0 ? tensor_buffer(s, &s->w->wte, true, keep16, lm, &s->lm_head, err) : 0;
 }
@@ -229,7 +231,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
      reads it too), on the CPU backend only (WEIGHTS; AUTO: where it resolves to the CPU) */
   const bool any16 = w->wte.dtype == GPT2_BF16 || (L > 0 && w->layer[0].qkvw.dtype == GPT2_BF16);
   const bool cpu = runs_on_cpu(s), k16 = s->o.keep_bf16 && any16 && cpu;
-  s->panels = s->o.kernel_layouts && s->o.panels && !s->o.zero_copy && !k16 && cpu;
+  s->panels = s->o.kernel_layouts && s->o.panels && !s->o.zero_copy && cpu;
   if (tensor_buffer(s, &w->wte, false, false, &s->wv.wte, &s->wte, err) ||
       tensor_buffer(s, &w->wpe, false, false, &s->wv.wpe, &s->wpe, err) ||
       tensor_buffer(s, &w->lnfw, false, false, &s->wv.lnfw, &s->lnfw, err) ||
@@ -250,7 +252,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
       bool tr = kept_layout(s, i, t[i]->layout) != t[i]->layout;
       bool mat = t[i]->layout != GPT2_VECTOR;
       hj_buffer_t **b = &s->lw[l * GPT2_LAYER_PARAMS + i];
-      int rc = s->panels && mat ? panel_buffer(s, t[i], tv[i], b, err) : 1;
+      int rc = s->panels && mat ? panel_buffer(s, t[i], k16, tv[i], b, err) : 1;
       if (rc < 0 || (rc > 0 && tensor_buffer(s, t[i], tr, k16 && mat, tv[i], b, err))) return -1;
     }
   }

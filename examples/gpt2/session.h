@@ -79,8 +79,9 @@
    Panels (|panels|, the default with kernel_layouts): on the CPU backend, the four block
    matrices and the lm_head's copy are instead kept in the matmul's panel order
    (hj_linear_panels / hj_linear_pack, HJ_LINEAR_PANELS: (in/kc, out/nr, kc, nr)), which
-   its kernels read in place instead of packing them on every prefill. Not with zero_copy
-   (a copy either way), bf16 matrices kept bf16 (the order is f32), or where the CPU has no
+   its kernels read in place instead of packing them on every prefill (bf16 matrices kept
+   bf16 too: hj_linear_pack_bf16, widened as the kernels load them). Not with zero_copy
+   (a copy either way), or where the CPU has no
    panel order for a shape (a width not a multiple of its nr: that matrix keeps the layout
    above). GPT-2 124M, bench_gpt2 (Zen 4, 1 / 2 threads, one run, the same weights both
    ways): prefill T = 64 114.2 / 68.2 ms against 142.6 / 75.9 without, T = 256 471 / 263
@@ -109,7 +110,7 @@ typedef struct gpt2_session_opts {
   const char *verify_dir; /* NULL (default): no verify output */
   bool kernel_layouts;     /* default true: matrices in the layouts of LAYOUTS; false: as
                               the file stores them */
-  bool panels;             /* default true: with kernel_layouts, on the CPU backend, f32
+  bool panels;             /* default true: with kernel_layouts, on the CPU backend, the
                               block matrices in its panel order (LAYOUTS); false: the
                               plain kernel layouts */
   bool prefill_jit;        /* default true: prefill through hlojit's tracing JIT (BUCKETS);

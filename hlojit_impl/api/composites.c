@@ -459,8 +459,9 @@ hj_tensor_t hj_linear(hj_tensor_t x, hj_tensor_t w, hj_tensor_t b, hj_linear_lay
       sx->rank >= HJ_MAX_RANK)
     return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: x must have rank >= 1 and w rank %d (x %s, w %s)", op,
                           panels ? 4 : 2, s0, s1);
-  if (panels && (sw->type != HLO_F32 || sx->type != HLO_F32))
-    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: panel-order weights and x must be f32 (x %s, w %s)", op, s0, s1);
+  if (panels && ((sw->type != HLO_F32 && sw->type != HLO_BF16) || sx->type != HLO_F32))
+    return hj__graph_fail(g, HJ_ERR_SHAPE, "%s: panel-order weights must be f32 or bf16 and x f32 (x %s, w %s)",
+                          op, s0, s1);
   if (!hj__dot_types(g, op, v[0], v[1])) return cmp_poison(g);   /* f32 x with bf16 w: mixed */
   int64_t kin = layout == HJ_LINEAR_OUT_IN ? 1 : 0;
   int64_t nin = panels ? sw->dims[0] * sw->dims[2] : sw->dims[kin];
@@ -522,30 +523,48 @@ hj_status hj_linear_panels(hj_ctx_t *ctx, hj_backend_t backend, int64_t in, int6
   return be->linear_panels(ctx, *state, in, out, kc, nr);
 }
 
-hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layout, int64_t in,
-                         int64_t out, int64_t kc, int64_t nr, float *dst) {
+/* hj_linear_pack and hj_linear_pack_bf16: elements of |es| bytes. */
+static hj_status cmp_linear_pack(hj_ctx_t *ctx, const char *op, const void *w, size_t es,
+                                 hj_linear_layout_t layout, int64_t in, int64_t out, int64_t kc, int64_t nr,
+                                 void *dst) {
   if (!ctx) return HJ_ERR_INVALID_ARG;
   if (!w || !dst || (layout != HJ_LINEAR_IN_OUT && layout != HJ_LINEAR_OUT_IN) || in <= 0 ||
       out <= 0 || kc <= 0 || nr <= 0 || in % kc || out % nr || in > INT64_MAX / 4 / out)
-    return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_linear_pack: need w and dst, layout IN_OUT or OUT_IN, "
-                   "and kc, nr dividing in, out (layout %d, in %lld, out %lld, kc %lld, nr %lld)", (int)layout,
+    return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: need w and dst, layout IN_OUT or OUT_IN, "
+                   "and kc, nr dividing in, out (layout %d, in %lld, out %lld, kc %lld, nr %lld)", op, (int)layout,
                    (long long)in, (long long)out, (long long)kc, (long long)nr);
-  if ((const char *)dst < (const char *)(w + in * out) && (const char *)w < (const char *)(dst + in * out))
-    return hj__err(ctx, HJ_ERR_INVALID_ARG, "hj_linear_pack: dst overlaps w");
+  const char *src = w;
+  char *d0 = dst;
+  const size_t bytes = es * (size_t)(in * out);
+  if (d0 < src + bytes && src < d0 + bytes) return hj__err(ctx, HJ_ERR_INVALID_ARG, "%s: dst overlaps w", op);
   const int64_t Q = out / nr;
   if (layout == HJ_LINEAR_IN_OUT) {   /* row k of (in, out) -> row k % kc of blocks (k / kc, q) */
     for (int64_t k = 0; k < in; k++)
       for (int64_t q = 0; q < Q; q++)
-        memcpy(dst + ((k / kc * Q + q) * kc + k % kc) * nr, w + k * out + q * nr, sizeof *dst * (size_t)nr);
+        memcpy(d0 + es * (size_t)(((k / kc * Q + q) * kc + k % kc) * nr), src + es * (size_t)(k * out + q * nr),
+               es * (size_t)nr);
     return HJ_OK;
   }
   for (int64_t q = 0; q < Q; q++)     /* (out, in): block by block, reading whole pieces of rows */
     for (int64_t p = 0; p < in / kc; p++) {
-      float *d = dst + (p * Q + q) * kc * nr;
+      char *d = d0 + es * (size_t)((p * Q + q) * kc * nr);
       for (int64_t j = 0; j < nr; j++) {
-        const float *r = w + (q * nr + j) * in + p * kc;
-        for (int64_t i = 0; i < kc; i++) d[i * nr + j] = r[i];
+        const char *r = src + es * (size_t)((q * nr + j) * in + p * kc);
+        if (es == 4)
+          for (int64_t i = 0; i < kc; i++) memcpy(d + 4 * (size_t)(i * nr + j), r + 4 * i, 4);
+        else
+          for (int64_t i = 0; i < kc; i++) memcpy(d + 2 * (size_t)(i * nr + j), r + 2 * i, 2);
       }
     }
   return HJ_OK;
+}
+
+hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layout, int64_t in,
+                         int64_t out, int64_t kc, int64_t nr, float *dst) {
+  return cmp_linear_pack(ctx, "hj_linear_pack", w, sizeof *w, layout, in, out, kc, nr, dst);
+}
+
+hj_status hj_linear_pack_bf16(hj_ctx_t *ctx, const uint16_t *w, hj_linear_layout_t layout, int64_t in,
+                              int64_t out, int64_t kc, int64_t nr, uint16_t *dst) {
+  return cmp_linear_pack(ctx, "hj_linear_pack_bf16", w, sizeof *w, layout, in, out, kc, nr, dst);
 }

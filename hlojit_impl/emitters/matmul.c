@@ -39,7 +39,7 @@
 /* ---- the micro-kernel ------------------------------------------------------------------------ */
 
 /* ukr with |rows| rows (A stride |mr|), nr = nv vectors of vw floats; see matmul_plan.h. */
-static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw) {
+static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, int nv, int vw, bool bf16) {
   LLVMBuilderRef b = em->b;
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef kc = LLVMGetParam(fn, 0), pa = LLVMGetParam(fn, 1), pb = LLVMGetParam(fn, 2);
@@ -60,7 +60,7 @@ static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
   LLVMValueRef bv[8];
   LLVMValueRef boff = LLVMBuildMul(b, k, emx_i64(em, nr), "");
   for (int v = 0; v < nv; v++)
-    bv[v] = emx_load(em, vt, emx_gep(em, pb, LLVMBuildAdd(b, boff, emx_i64(em, v * vw), "")));
+    bv[v] = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, boff, emx_i64(em, v * vw), ""), bf16), bf16);
   LLVMValueRef aoff = LLVMBuildMul(b, k, emx_i64(em, mr), "");
   for (int i = 0; i < rows; i++) {
     LLVMValueRef as = emx_load(em, em->t_f32, emx_gep(em, pa, LLVMBuildAdd(b, aoff, emx_i64(em, i), "")));
@@ -119,7 +119,6 @@ static const char *emx_check_dot(const hlo_instr *d, struct emit_matmul_plan *p)
     return "only f32, or f32 x bf16 -> f32, is emitted";
   p->rhs_bf16 = rs->type == HLO_BF16;
   if (hlo_dot_is_panels(d, NULL)) {   /* lhs [M,P,kc], rhs [P,Q,kc,nr] (matmul_plan.h) */
-    if (p->rhs_bf16) return "a panel-order rhs must be f32";
     p->rhs_panels = true;
     p->B = 1;
     p->M = ls->dims[0];
@@ -362,20 +361,23 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
      (a GPT-2 block's six matmuls need two micro-kernels, not six; O3 and codegen of the
      micro-kernel were most of a matmul fusion's compile time). */
   const char *pre = em->shared_prefix[0] ? em->shared_prefix : name;
-  snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d_%dx%d", pre, p->mr, p->mr, p->nr);
+  const bool b16 = p->rhs_panels && p->rhs_bf16;   /* the kernels read bf16 panels (else B is packed f32) */
+  const char *sfx = p->rhs_bf16 ? "_bf16" : "";
+  snprintf(p->ukr_name[0], sizeof p->ukr_name[0], "%s.ukr%d_%dx%d%s", pre, p->mr, p->mr, p->nr, b16 ? sfx : "");
   if (!LLVMGetNamedFunction(em->mod, p->ukr_name[0]))
-    emx_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw);
+    emx_emit_ukr(em, p->ukr_name[0], p->mr, p->mr, p->nr / p->vw, p->vw, b16);
   if (p->m_rem) {
-    snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d_%dx%d", pre, p->m_rem, p->mr, p->nr);
+    snprintf(p->ukr_name[1], sizeof p->ukr_name[1], "%s.ukr%d_%dx%d%s", pre, p->m_rem, p->mr, p->nr,
+             b16 ? sfx : "");
     if (!LLVMGetNamedFunction(em->mod, p->ukr_name[1]))
-      emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw);
+      emx_emit_ukr(em, p->ukr_name[1], p->m_rem, p->mr, p->nr / p->vw, p->vw, b16);
   }
   if (p->use_gemv && p->rhs_panels) {
-    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemvp%d_%d", pre, p->vw, p->nr);
-    if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) emm_emit_gemvp(em, p->gemv_name, p->vw, p->nr);
+    snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemvp%d_%d%s", pre, p->vw, p->nr, sfx);
+    if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) emm_emit_gemvp(em, p->gemv_name, p->vw, p->nr, b16);
   } else if (p->use_gemv) {
     snprintf(p->gemv_name, sizeof p->gemv_name, "%s.gemv%s%d_r%d%s", pre, p->rhs_transposed ? "t" : "",
-             p->rhs_transposed ? p->gemv_cols : p->vw, p->gemv_rows, p->rhs_bf16 ? "_bf16" : "");
+             p->rhs_transposed ? p->gemv_cols : p->vw, p->gemv_rows, sfx);
     if (!LLVMGetNamedFunction(em->mod, p->gemv_name)) {
       if (p->rhs_transposed) emm_emit_gemvt(em, p->gemv_name, p->gemv_cols, p->vw, p->rhs_bf16);
       else emm_emit_gemv(em, p->gemv_name, p->vw, p->gemv_rows, p->rhs_bf16);

@@ -151,7 +151,8 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
    y[q*nr + j] = fma(x[kc-1], b_q[kc-1][j], ... fma(x[0], b_q[0][j], y[q*nr + j])):
    the fma chain of the plain gemv over one panel (same bits), G = EMM_PANEL_G panels at a
    time with their G * nr / vw accumulators in registers from the first row to the last.
-   G panels are G sequential streams. One panel at a time through the plain gemv (ldb =
+   G panels are G sequential streams. A bf16 B (the plan's rhs_bf16) is widened as it is
+   loaded (pstride still in elements). One panel at a time through the plain gemv (ldb =
    nr, y through L1 on every 8 rows) was slower: GPT-2 124M decode, HLOJIT_PROFILE=1
    build/gpt2 on Zen 4, per matrix 18-25 GB/s against 20-30 for the plain layouts (8 row
    streams). G measured in one process against a session without panels (decode step,
@@ -160,7 +161,8 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
 #define EMM_PANEL_G 2
 static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef q, int arg) {
   LLVMBuilderRef b = em->b;
-  int G = arg >> 8 & 255, vw = arg & 255, nv = arg >> 16;
+  int G = arg >> 8 & 255, vw = arg & 255, nv = arg >> 16 & 255;
+  bool bf16 = arg >> 24;
   LLVMValueRef kc = a[0], x = a[1], pb = a[2], py = a[3], ps = a[4];
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   int64_t nr = (int64_t)nv * vw;
@@ -168,7 +170,7 @@ static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, L
   LLVMValueRef acc0[EMM_MAX_ACC], acc[EMM_MAX_ACC], base[8], ypt[EMM_MAX_ACC];
   for (int g = 0; g < G; g++) {
     LLVMValueRef qg = LLVMBuildAdd(b, q, emx_i64(em, g), "");
-    base[g] = emx_gep(em, pb, LLVMBuildMul(b, qg, ps, ""));
+    base[g] = emx_gep_b(em, pb, LLVMBuildMul(b, qg, ps, ""), bf16);
     for (int v = 0; v < nv; v++) {
       ypt[g * nv + v] = emx_gep(em, py, LLVMBuildAdd(b, LLVMBuildMul(b, qg, emx_i64(em, nr), ""),
                                                      emx_i64(em, (int64_t)v * vw), ""));
@@ -190,7 +192,7 @@ static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, L
   for (int g = 0; g < G; g++)
     for (int v = 0; v < nv; v++) {
       LLVMValueRef off = LLVMBuildAdd(b, row, emx_i64(em, (int64_t)v * vw), "");
-      nxt[g * nv + v] = emx_fma(em, xs, emx_load(em, vt, emx_gep(em, base[g], off)), acc[g * nv + v]);
+      nxt[g * nv + v] = emx_fma(em, xs, emx_load_b(em, vt, emx_gep_b(em, base[g], off, bf16), bf16), acc[g * nv + v]);
     }
   LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 1), "");
   LLVMBasicBlockRef last = LLVMGetInsertBlock(b);
@@ -202,14 +204,15 @@ static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, L
   for (int i = 0; i < nacc; i++) emx_store(em, acc[i], ypt[i]);
 }
 
-void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr) {
+void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr, bool bf16) {
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   int nv = nr / vw, G = EMM_PANEL_G * nv <= 16 ? EMM_PANEL_G : 16 / nv;
   LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3),
                         LLVMGetParam(fn, 4) };
   LLVMValueRef npan = LLVMGetParam(fn, 5);
-  LLVMValueRef q = emx_step_loop(em, fn, emx_i64(em, 0), npan, G, emx_gemvp_group, a, nv << 16 | G << 8 | vw);
-  emx_step_loop(em, fn, q, npan, 1, emx_gemvp_group, a, nv << 16 | 1 << 8 | vw);
+  int arg = bf16 << 24 | nv << 16 | vw;
+  LLVMValueRef q = emx_step_loop(em, fn, emx_i64(em, 0), npan, G, emx_gemvp_group, a, arg | G << 8);
+  emx_step_loop(em, fn, q, npan, 1, emx_gemvp_group, a, arg | 1 << 8);
   LLVMBuildRetVoid(em->b);
 }
 

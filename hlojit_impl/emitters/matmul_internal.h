@@ -100,6 +100,6 @@ static inline LLVMValueRef emx_fn_begin(emit_module *em, const char *name, int v
 /* matmul_gemv.c: the M = 1 kernels (signatures in matmul_plan.h). */
 void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16);    /* B normal */
 void emm_emit_gemvt(emit_module *em, const char *name, int rows, int vw, bool bf16); /* B^T */
-void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr);             /* panels */
+void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr, bool bf16); /* panels */
 
 #endif

@@ -15,7 +15,8 @@
    [P,Q,kc,nr]: B [K,N] (N = Q*nr) cut into kc x nr blocks, each row-major, block (p, q) at
    B + (p*Q + q)*kc*nr, which is the packed B panel the micro-kernel reads. The plan's kc
    and nr are the layout's; the driver packs only A, and the gemv runs per panel with
-   ldb = nr. B = 1.
+   ldb = nr. B = 1. A bf16 panel-order rhs is read in place too: its ukr and gemvp widen
+   each vector as they load it (the ukr's |b| then a uint16_t array).
 
    JIT'd functions (names below, resolved to addresses by cpu_matmul_prepare):
      ukr:  void (i64 kc, const float *a, const float *b, float *c, i64 ldc, i64 accumulate)
@@ -53,7 +54,7 @@ struct emit_matmul_plan {
   int64_t B, M, N, K;          /* canonical sizes */
   bool rhs_transposed;         /* rhs is [B,N,K] */
   bool rhs_bf16;               /* rhs holds bf16 (CPU only): packing and the gemvs widen it */
-  bool rhs_panels;             /* rhs in panel order (CPU only, f32; below): read in place */
+  bool rhs_panels;             /* rhs in panel order (CPU only; below): read in place */
   int lhs_buf, rhs_buf, out_buf;  /* indices into the kernel's bufs (ABI of emit.h) */
   int vw;                      /* floats per vector register */
   int mr, nr;                  /* register block: mr rows x nr columns (nr % vw == 0) */

@@ -30,7 +30,7 @@
 
    Panel-order rhs (hj_linear's HJ_LINEAR_PANELS; emitters/matmul_plan.h): a dot
        dot(lhs [..., P, kc], rhs [P, Q, kc, nr]), no batch dims, lhs_contracting = the last
-       two, rhs_contracting = {0, 2}
+       two, rhs_contracting = {0, 2}, f32 (the rhs f32 or bf16)
    is the weights (in, out) = (P*kc, Q*nr) cut into kc x nr row-major panels. With
    |panel_nr| the target's micro-kernel width and nr equal to it, its canonical form is lhs
    [M, P, kc] (a reshape of the lhs) and the result [M, Q, nr] (reshaped back), which the
@@ -151,14 +151,15 @@ static void dcn_splice(hlo_comp *c, ptrdiff_t mark, hlo_instr *old, hlo_instr *r
   }
 }
 
-/* The panel-order dot (see top), all f32 (what the emitter reads in place), whose nr is
-   |panel_nr|; *exact: already [M,P,kc] x [P,Q,kc,nr]. */
+/* The panel-order dot (see top), f32, or f32 x bf16 -> f32 (what the emitter reads in
+   place), whose nr is |panel_nr|; *exact: already [M,P,kc] x [P,Q,kc,nr]. */
 static bool dcn_is_panels(const hlo_instr *d, int panel_nr, bool *exact) {
   const hlo_dot_dims *dd = &d->dot;
   const hlo_shape *ls = &d->operands[0]->shape, *rs = &d->operands[1]->shape;
   int lr = ls->rank;
   *exact = false;
-  if (panel_nr <= 0 || ls->type != HLO_F32 || rs->type != HLO_F32 || d->shape.type != HLO_F32 ||
+  if (panel_nr <= 0 || ls->type != HLO_F32 || (rs->type != HLO_F32 && rs->type != HLO_BF16) ||
+      d->shape.type != HLO_F32 ||
       dd->lhs_batch.n || dd->rhs_batch.n || rs->rank != 4 || lr < 2 ||
       dd->lhs_contract.n != 2 || dd->rhs_contract.n != 2 || dd->rhs_contract.v[0] != 0 ||
       dd->rhs_contract.v[1] != 2 || dd->lhs_contract.v[0] != lr - 2 || dd->lhs_contract.v[1] != lr - 1 ||

@@ -227,7 +227,7 @@ def test_bf16_kept_equals_widened(models, tmp_path):
 
 def test_bf16_kept_where_the_cpu_runs(models, tmp_path):
     # The weights the compiled graphs take (HLOJIT_DUMP_TO's optimised modules): bf16
-    # matrices with --backend cpu and with auto on a machine whose auto is the CPU; none
+    # matrices (panels where the CPU has them) with --backend cpu and with auto on a machine whose auto is the CPU; none
     # with --f32-weights.
     probe = subprocess.run([str(ROOT / "build" / "hlojit"), "run", "--backend", "cuda", "--random-inputs", "1",
                             str(ROOT / "tests" / "fixtures" / "hlo_pass" / "gpt2_block.hlo")],
@@ -244,6 +244,8 @@ def test_bf16_kept_where_the_cpu_runs(models, tmp_path):
         hlo = "".join(f.read_text() for f in d.glob("*.after_passes.hlo"))
         assert hlo, args
         assert ("bf16[" in hlo) == want, (args, want)
+        # and in the CPU's panel order (qkvw's width 192 is a multiple of every nr)
+        assert bool(re.search(r"bf16\[\d+,\d+,\d+,\d+\]", hlo)) == want, (args, want)
 
 
 def test_threads_bitwise_equal(models, tmp_path):
@@ -258,11 +260,14 @@ def test_threads_bitwise_equal(models, tmp_path):
 
 @pytest.mark.skipif(os.environ.get("HLOJIT_GPT2_124M") == "0",
                     reason="skipped: HLOJIT_GPT2_124M=0 (the 124M-shaped check writes a "
-                           "500 MB checkpoint; about 10 s)")
-def test_verify_124m(tmp_path):
+                           "500 MB checkpoint, 250 MB in bf16; about 10 s each)")
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_verify_124m(tmp_path, dtype):
+    # bf16: every block matrix and the lm_head kept bf16 in the CPU's panel order (where
+    # its nr divides the width), read in place by the bf16 micro-kernel and gemv
     cfg = dict(L=12, NH=12, C=768, V=50257, Vp=50304, maxT=1024)
-    m = write_model(tmp_path, "124m", cfg, 1234)["llmc"]
-    verify(m, ["--backend", "cpu"], tmp_path, ids="464,3290,318,257,3797,13", name="124M shape")
+    m = write_model(tmp_path, "124m", cfg, 1234, dtype=dtype)["llmc"]
+    verify(m, ["--backend", "cpu"], tmp_path, ids="464,3290,318,257,3797,13", name=f"124M shape, {dtype}")
 
 
 # ---- the command line ----------------------------------------------------------------------

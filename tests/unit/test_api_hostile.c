@@ -529,6 +529,11 @@ static void test_graph_misuse(void **state) {
   assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, (hj_linear_layout_t)-1, 2, 2, 1, 1, df), HJ_ERR_INVALID_ARG);
   assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, HJ_LINEAR_IN_OUT, INT64_MAX, 2, 1, 1, df), HJ_ERR_INVALID_ARG);
   assert_int_equal(hj_linear_pack(hj_graph_ctx(g3), wf, HJ_LINEAR_IN_OUT, 2, 2, 0, 1, df), HJ_ERR_INVALID_ARG);
+  uint16_t wh[4] = { 0 }, dh[4];
+  assert_int_equal(hj_linear_pack_bf16(NULL, wh, HJ_LINEAR_IN_OUT, 2, 2, 1, 1, dh), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack_bf16(hj_graph_ctx(g3), wh, HJ_LINEAR_PANELS, 2, 2, 1, 1, dh), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack_bf16(hj_graph_ctx(g3), wh, HJ_LINEAR_IN_OUT, INT64_MAX, 2, 1, 1, dh), HJ_ERR_INVALID_ARG);
+  assert_int_equal(hj_linear_pack_bf16(hj_graph_ctx(g3), wh, HJ_LINEAR_OUT_IN, 2, 2, 1, 3, dh), HJ_ERR_INVALID_ARG);
   /* a graph with no output */
   hj_graph_t *g4 = th_graph("empty");
   e = (hj_exec_t *)1;

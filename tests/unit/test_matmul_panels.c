@@ -10,6 +10,8 @@
    an A block, M = 1 (the gemv), several K steps, one and many panels; tolerance per element
    1e-5 * sqrt(K) * sum_k |x w| (+ the tanh's 1e-6). Every one compiles to a matmul kernel
    with no evaluator fallback. 1, 2 and 3 threads give the same bits.
+   bf16: weights rounded to bf16, packed by hj_linear_pack_bf16 and read as bf16 panels,
+   give the bits of f32 panels of the widened weights (1 and 2 threads; the pack's bits too).
    Consumers: a residual epilogue, a split in three, a row sum, two users, at M = 1, 5, 64,
    against the evaluator (1e-5 of the output's largest value), one matmul kernel each, whose
    fusion takes as many operands (the epilogue's bias and residual) as in the same graph
@@ -96,7 +98,7 @@ static hj_buffer_t *tp_layer(hj_ctx_t *ctx, hj_buffer_t *x, hj_buffer_t *wbuf, h
   hj_graph_t *g = NULL;
   CHECK_OK(ctx, hj_graph_create(ctx, "layer", &g));
   hj_tensor_t X = hj_param(g, HJ_F32, hj_buffer_shape(x), "x");
-  hj_tensor_t W = hj_param(g, HJ_F32, hj_buffer_shape(wbuf), "w");
+  hj_tensor_t W = hj_param(g, hj_buffer_dtype(wbuf), hj_buffer_shape(wbuf), "w");
   hj_tensor_t B = hj_param(g, HJ_F32, hj_buffer_shape(b), "b");
   CHECK_OK(ctx, hj_graph_output(g, hj_gelu_tanh(hj_linear(X, W, B, layout))));
   hj_exec_t *e = NULL;
@@ -200,6 +202,73 @@ static void test_panels_matmul(void **state) {
   free(want), free(got);
   tp_data_free(&d);
   for (int t = 0; t < 3; t++) hj_ctx_destroy(cpu[t]);
+  hj_ctx_destroy(ref);
+}
+
+/* ---- bf16 panels ----------------------------------------------------------------------------
+   bf16 weights in panel order (hj_linear_pack_bf16), read in place by the bf16 ukr and gemvp,
+   which widen as they load: bf16 -> f32 is exact, so the layer must give the bits of the
+   same layer over f32 panels of the widened weights, on 1 and 2 threads; and the bf16 pack
+   must hold the bits the f32 pack puts in the same places. */
+
+static uint16_t tp_to_bf16(float f) {   /* round to nearest even (no NaNs here) */
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+}
+
+static float tp_from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void test_panels_bf16(void **state) {
+  hj_ctx_t *cpu[2] = { cb_ctx(HJ_BACKEND_CPU, 1, NULL), cb_ctx(HJ_BACKEND_CPU, 2, NULL) };
+  hj_ctx_t *ref = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
+  int64_t kc0, nr;
+  CHECK_OK(cpu[0], hj_linear_panels(cpu[0], HJ_BACKEND_CPU, 768, 768, &kc0, &nr));
+  static const int64_t sz[][4] = {   /* M, K, kc, panels (N = panels * nr) */
+    { 1, 16, 16, 1 }, { 1, 768, 384, 5 }, { 3, 40, 8, 2 }, { 17, 96, 32, 3 }, { 64, 768, 384, 4 },
+  };
+  for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+    tp_data d;
+    tp_data_make(&d, sz[i][0], sz[i][1], sz[i][3] * nr, sz[i][2], nr);
+    const int64_t KN = d.K * d.N;
+    uint16_t *wh = malloc(2 * (size_t)KN), *ph = malloc(2 * (size_t)KN);
+    for (int64_t k = 0; k < KN; k++) d.w[k] = tp_from_bf16(wh[k] = tp_to_bf16(d.w[k]));   /* w: widened */
+    CHECK_OK(cpu[0], hj_linear_pack_bf16(cpu[0], wh, HJ_LINEAR_IN_OUT, d.K, d.N, d.kc, d.nr, ph));
+    CHECK_OK(cpu[0], hj_linear_pack(cpu[0], d.w, HJ_LINEAR_IN_OUT, d.K, d.N, d.kc, d.nr, d.wp));
+    for (int64_t k = 0; k < KN; k++)
+      if (tp_from_bf16(ph[k]) != d.wp[k]) fail_msg("bf16 pack, element %lld differs from the f32 pack", (long long)k);
+    float *want = tp_run(ref, &d, HJ_LINEAR_PANELS), *wide = tp_run(cpu[0], &d, HJ_LINEAR_PANELS);
+    tp_compare(&d, wide, want, "f32 panels of the widened weights against the evaluator");
+    for (int t = 0; t < 2; t++) {
+      hj_ctx_t *ctx = cpu[t];
+      hj_buffer_t *x, *w, *b;
+      CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d.M, d.K), d.x, &x));
+      CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_BF16, HJ_SHAPE(d.K / d.kc, d.N / d.nr, d.kc, d.nr), ph, &w));
+      CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d.N), d.b, &b));
+      hj_buffer_t *y = tp_layer(ctx, x, w, b, HJ_LINEAR_PANELS);   /* one matmul kernel, no fallback */
+      float *got = malloc(sizeof(float) * (size_t)(d.M * d.N));
+      CHECK_OK(ctx, hj_buffer_copy_to_host(y, got, sizeof(float) * (size_t)(d.M * d.N)));
+      for (int64_t o = 0; o < d.M * d.N; o++)
+        if (memcmp(&got[o], &wide[o], 4))
+          fail_msg("M=%lld K=%lld N=%lld, %d thread(s): bf16 panels y[%lld] = %.9g, f32 panels %.9g",
+                   (long long)d.M, (long long)d.K, (long long)d.N, t + 1, (long long)o, got[o], wide[o]);
+      free(got);
+      hj_buffer_destroy(x), hj_buffer_destroy(w), hj_buffer_destroy(b), hj_buffer_destroy(y);
+    }
+    free(want), free(wide), free(wh), free(ph);
+    tp_data_free(&d);
+  }
+  /* the bf16 pack's own errors */
+  uint16_t h[4] = { 0 };
+  assert_int_equal(hj_linear_pack_bf16(cpu[0], h, HJ_LINEAR_IN_OUT, 2, 2, 1, 1, h + 1), HJ_ERR_INVALID_ARG);
+  assert_non_null(strstr(hj_ctx_error(cpu[0]), "hj_linear_pack_bf16: dst overlaps"));
+  assert_int_equal(hj_linear_pack_bf16(cpu[0], h, HJ_LINEAR_IN_OUT, 2, 3, 1, 2, NULL), HJ_ERR_INVALID_ARG);
+  for (int t = 0; t < 2; t++) hj_ctx_destroy(cpu[t]);
   hj_ctx_destroy(ref);
 }
 
@@ -417,6 +486,7 @@ int main(void) {
     cmocka_unit_test(test_pack),
     cmocka_unit_test(test_panels_query),
     cmocka_unit_test(test_panels_matmul),
+    cmocka_unit_test(test_panels_bf16),
     cmocka_unit_test(test_panels_consumers),
     cmocka_unit_test(test_panels_bad_shapes),
     cmocka_unit_test(test_dot_canon_panels),
