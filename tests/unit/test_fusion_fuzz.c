@@ -1,7 +1,7 @@
 /* test_fusion_fuzz.c — differential fuzzing of the optimising pipeline and of the CPU
    backend (issue 4): 1,000 random well-typed HLO graphs of up to 30 ops (elementwise,
-   broadcast, reduce, dot, transpose, slice, concatenate, select, reshape) from a
-   fixed-seed PRNG. For each graph:
+   broadcast, reduce, dot, transpose, slice, concatenate, select, reshape; 1 graph in 16
+   also a panel-order dot, below) from a fixed-seed PRNG. For each graph:
    (a-c) the evaluator must give the same bits on the graph after the fusion passes and
          the scheduler alone, after the whole pipeline, and after dot canonicalisation and
          the pipeline (the CPU backend's order);
@@ -29,7 +29,18 @@
    Generator: a pool of values (name, f32/pred, dims from {1,2,3,4,5,8}, rank <= 3) that
    starts with 1-2 parameters; each op picks operands from the pool and, when no value of
    the needed dims exists, makes one: a broadcast of a lower-rank value or a scalar
-   constant, or a new parameter. The root is a tuple of the last 1-3 values. */
+   constant, or a new parameter. The root is a tuple of the last 1-3 values.
+
+   Panel-order dots: 1 graph in 16 (a PRNG stream of its own picks them, so the other
+   graphs are the ones made before) has the dot hj_linear(x, w, b, HJ_LINEAR_PANELS)
+   writes, w [P,Q,kc,nr] with the CPU's nr (read in place; M = 1: the gemv) or, 1 in 4,
+   another (dot_canon makes it a plain dot), and its result goes on into the pool
+   (fz_panel_dot). (a)-(b) see it as the CPU keeps it; (c) canonicalises with nr 0 (the
+   GPU's: every panel dot a plain one, same bits); (d) compiles it as the CPU does. The f64
+   probes treat it as any dot (P*kc terms); its weights get few IEEE specials
+   (ftu_few_specials) so that most outputs are finite. Made on purpose (2 threads, nr 48),
+   a wrong panel base in the gemv (gemvp's group's first panel for all) failed 3 of the
+   1,000 graphs, a wrong K-step offset of B in cpu_matmul.c's panel path 11. */
 #include "testutil.h"
 #include "fusion_testutil.h"
 #include <dirent.h>
@@ -46,7 +57,12 @@ typedef struct fz_gen {
   char *sb;                 /* entry body */
   fz_val *vals;             /* stb_ds: value k is named vK */
   int nparams;
+  int panel_at;             /* the panel dot comes once the pool holds np + panel_at values; -1: none */
 } fz_gen;
+
+/* The CPU backend's panel width (hj_linear_panels' nr; emit_target.matmul_panel_nr), set
+   by main: the width a panel-order dot needs to be read in place. 0: the CPU has none. */
+static int64_t fz_panel_nr;
 
 static uint64_t fz_rand(fz_gen *g) {
   g->s ^= g->s << 13;
@@ -96,7 +112,7 @@ static int fz_pick_f32(fz_gen *g) {
   for (int tries = 0; tries < 16; tries++) {
     int n = (int)arrlen(g->vals);
     int k = fz_r(g, 2) ? n - 1 - fz_r(g, n < 4 ? n : 4) : fz_r(g, n);   /* recent values first */
-    if (!g->vals[k].pred && g->vals[k].rank > 0) return k;
+    if (!g->vals[k].pred && g->vals[k].rank > 0 && g->vals[k].rank <= 3) return k;   /* not a panel w */
   }
   return fz_param(g, fz_random_val(g));
 }
@@ -135,13 +151,14 @@ static int fz_get(fz_gen *g, const fz_val *want) {
   return r;
 }
 
-static void fz_op(fz_gen *g) {
+/* One op on |a| (< 0: a value picked from the pool). */
+static void fz_op(fz_gen *g, int a) {
   static const char *un[] = { "negate", "abs", "exponential", "tanh", "log", "sqrt", "sine",
                               "floor", "logistic", "rsqrt", "cosine", "sign" };
   static const char *bin[] = { "add", "subtract", "multiply", "divide", "maximum", "minimum",
                                "power", "add", "multiply" };
   static const char *dirs[] = { "LT", "GT", "EQ", "NE", "GE", "LE" };
-  int a = fz_pick_f32(g);
+  if (a < 0) a = fz_pick_f32(g);
   fz_val va = g->vals[a];
   switch (fz_r(g, 12)) {
   case 11: {          /* row normalisation: a - broadcast(reduce(a) over trailing dims) */
@@ -288,6 +305,85 @@ static void fz_op(fz_gen *g) {
   }
 }
 
+/* A panel-order dot as hj_linear(x, w, b, HJ_LINEAR_PANELS) writes it (api/composites.c):
+     vL = f32[M,P,kc] reshape(x)            x: a pool value of M*P*kc elements (half the
+                                            time select(is-finite(x), x, 0) instead)
+     vW = f32[P,Q,kc,nr] parameter(k)       (1 in 4: negate(parameter(k)))
+     vD = f32[M,Q,nr] dot(vL, vW), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,2}
+     vY = f32[M,N] reshape(vD)              N = Q*nr (3 in 4; else consumers take vD)
+     vZ = f32[M,N] add(vY, broadcast(bias f32[N]), dimensions={1})   (1 in 2)
+   then, 3 times in 4, one op on the result (the matmul fusion's epilogue). M in {1,2,3,5,8},
+   P in {1,2,3}, Q in {1,2,3,5}, kc in {4,8,16}; nr fz_panel_nr or, 1 in 4, 4, 8 or 16. */
+static void fz_panel_dot(fz_gen *g) {
+  static const int64_t Ms[] = { 1, 2, 3, 5, 8 }, kcs[] = { 4, 8, 16 }, others[] = { 4, 8, 16 };
+  int64_t M = Ms[fz_r(g, 5)], P = 1 + fz_r(g, 3), kc = kcs[fz_r(g, 3)];
+  int n = (int)arrlen(g->vals), start = fz_r(g, n), x = -1;
+  for (int i = 0; i < n && x < 0; i++) {   /* a pool value whose size fits some (M, P, kc) */
+    const fz_val *v = &g->vals[(start + i) % n];
+    if (v->pred || v->rank < 1 || v->rank > 3) continue;
+    int64_t numel = 1, fit[45][3];
+    int nfit = 0;
+    for (int d = 0; d < v->rank; d++) numel *= v->dims[d];
+    for (int a = 0; a < 5; a++)
+      for (int p = 1; p <= 3; p++)
+        for (int c = 0; c < 3; c++)
+          if (Ms[a] * p * kcs[c] == numel) fit[nfit][0] = Ms[a], fit[nfit][1] = p, fit[nfit++][2] = kcs[c];
+    if (!nfit) continue;
+    int f = fz_r(g, nfit);
+    M = fit[f][0], P = fit[f][1], kc = fit[f][2], x = (start + i) % n;
+  }
+  if (x < 0) {
+    fz_val vx = { .rank = 2, .dims = { M, P * kc } };
+    x = fz_get(g, &vx);
+  }
+  if (fz_r(g, 2)) {   /* a finite x: one NaN or inf in a row of x makes all that row of y so */
+    fz_val vx = g->vals[x], vp = vx, sc = { .rank = 0 };
+    vp.pred = true;
+    int f = fz_def(g, vp);
+    sb_printf(&g->sb, "is-finite(v%d)\n", x);
+    int c = fz_def(g, sc);
+    sb_printf(&g->sb, "constant(0)\n");
+    int z = fz_def(g, vx);
+    sb_printf(&g->sb, "broadcast(v%d), dimensions={}\n", c);
+    int s = fz_def(g, vx);
+    sb_printf(&g->sb, "select(v%d, v%d, v%d)\n", f, x, z);
+    x = s;
+  }
+  static const int64_t Qs[] = { 1, 2, 3, 5 };   /* 5: several panels per thread's part */
+  int64_t nr = fz_panel_nr, Q = Qs[fz_r(g, 4)];
+  if (!nr || fz_r(g, 4) == 0)
+    do nr = others[fz_r(g, 3)]; while (nr == fz_panel_nr);
+  fz_val vl = { .rank = 3, .dims = { M, P, kc } }, vw = { .rank = 4, .dims = { P, Q, kc, nr } };
+  int l = x;
+  if (!fz_same_dims(&g->vals[x], &vl)) {
+    l = fz_def(g, vl);
+    sb_printf(&g->sb, "reshape(v%d)\n", x);
+  }
+  int w = fz_param(g, vw);
+  if (fz_r(g, 4) == 0) {
+    int p = w;
+    w = fz_def(g, vw);
+    sb_printf(&g->sb, "negate(v%d)\n", p);
+  }
+  fz_val vd = { .rank = 3, .dims = { M, Q, nr } }, vy = { .rank = 2, .dims = { M, Q * nr } };
+  int y = fz_def(g, vd);
+  sb_printf(&g->sb, "dot(v%d, v%d), lhs_contracting_dims={1,2}, rhs_contracting_dims={0,2}\n", l, w);
+  if (fz_r(g, 4)) {
+    int d = y;
+    y = fz_def(g, vy);
+    sb_printf(&g->sb, "reshape(v%d)\n", d);
+    if (fz_r(g, 2)) {
+      fz_val vb = { .rank = 1, .dims = { Q * nr } };
+      int b = fz_param(g, vb), bb = fz_def(g, vy);
+      sb_printf(&g->sb, "broadcast(v%d), dimensions={1}\n", b);
+      int z = fz_def(g, vy);
+      sb_printf(&g->sb, "add(v%d, v%d)\n", y, bb);
+      y = z;
+    }
+  }
+  if (fz_r(g, 4)) fz_op(g, y);
+}
+
 /* A random module of seed |seed| (malloc'd text). */
 static char *fz_module(uint64_t seed) {
   fz_gen g = { .s = seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
@@ -295,7 +391,19 @@ static char *fz_module(uint64_t seed) {
   int np = 1 + fz_r(&g, 2);
   for (int i = 0; i < np; i++) fz_param(&g, fz_random_val(&g));
   int nops = 1 + fz_r(&g, 30);
-  while ((int)arrlen(g.vals) < np + nops) fz_op(&g);
+  /* 1 graph in 16 has a panel dot, decided by a stream of its own so that the other
+     graphs are the ones the generator made before it had panel dots */
+  uint64_t ps = seed * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
+  for (int i = 0; i < 4; i++) ps ^= ps << 13, ps ^= ps >> 7, ps ^= ps << 17;
+  g.panel_at = ps % 16 == 0 ? (int)((ps >> 8) % (uint64_t)nops) : -1;
+  while ((int)arrlen(g.vals) < np + nops) {
+    if (g.panel_at >= 0 && (int)arrlen(g.vals) >= np + g.panel_at) {
+      fz_panel_dot(&g);
+      g.panel_at = -1;
+    } else {
+      fz_op(&g, -1);
+    }
+  }
   int n = (int)arrlen(g.vals), nr = 1 + fz_r(&g, 3);
   char *text = NULL;
   sb_printf(&text, "HloModule fuzz_%llu\n\nfz_sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
@@ -345,6 +453,9 @@ static void fz_sinks_to_root(hlo_module *m) {
   hlo_comp_dce(e, &ch);
   arrfree(sinks);
 }
+
+/* The panel weights (the only rank-4 values) get few IEEE specials (fusion_testutil.h). */
+static bool fz_few_specials(const hlo_instr *param) { return param->shape.rank == 4; }
 
 /* ---- checking and shrinking ---------------------------------------------------------------- */
 
@@ -507,8 +618,28 @@ static void fz_save(const hlo_module *m, uint64_t seed) {
 /* What a run over some seeds found (summed over the workers). */
 typedef struct fz_sum {
   int passed, unevaluable, failed[8], kb, ka, fusions, kinds[HLO_FUSION_KIND_COUNT], multi, rownorm;
+  /* panel-order dots [0] of the CPU's nr, [1] of another: in the graphs checked, at M = 1,
+     in graphs that passed (a)-(d), and of those with no evaluator fallback */
+  int panels[2], panels_m1[2], panels_passed[2], panels_clean[2];
   ftu_cpu_tally ct;
 } fz_sum;
+
+/* Counts |m|'s panel-order dots into |S|'s [0] (the CPU's nr) and [1] (another); with
+   |passed|, into the passed and clean (|fallbacks| 0) counts instead. */
+static void fz_count_panels(const hlo_module *m, fz_sum *S, bool passed, int fallbacks) {
+  for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++) {
+    const hlo_instr *d = m->entry->instrs[i];
+    if (!hlo_dot_is_panels(d, NULL)) continue;
+    int o = d->operands[1]->shape.dims[3] != fz_panel_nr;
+    if (passed) {
+      S->panels_passed[o]++;
+      S->panels_clean[o] += fallbacks == 0;
+    } else {
+      S->panels[o]++;
+      S->panels_m1[o] += d->shape.dims[0] == 1;
+    }
+  }
+}
 
 /* Checks the graphs of seeds seed0 + i, i in [0, n) with i % nw == w. */
 static void fz_run(uint64_t seed0, int n, int w, int nw, fz_sum *S) {
@@ -521,12 +652,14 @@ static void fz_run(uint64_t seed0, int n, int w, int nw, fz_sum *S) {
                hj_ctx_error(ftu_ctx), text);
     free(text);
     fz_sinks_to_root(m);
+    fz_count_panels(m, S, false, 0);
     S->ct.last_fallbacks = 0;
     int r = fz_check(m, why, sizeof why, &S->ct);
     if (S->ct.last_fallbacks && getenv("HLOJIT_FUZZ_VERBOSE"))
       printf("  seed %llu: %d evaluator fallback(s)\n", (unsigned long long)seed, S->ct.last_fallbacks);
     if (r == 0) {
       S->passed++;
+      fz_count_panels(m, S, true, S->ct.last_fallbacks);
       hlo_module *o = hlo_module_clone(m);
       if (ftu_optimize(o) == HJ_OK) {
         S->kb += hlo_count_kernels(m);
@@ -561,6 +694,10 @@ static void fz_add(fz_sum *a, const fz_sum *b) {
   for (int k = 0; k < 8; k++) a->failed[k] += b->failed[k];
   a->kb += b->kb; a->ka += b->ka; a->fusions += b->fusions; a->multi += b->multi; a->rownorm += b->rownorm;
   for (int k = 0; k < HLO_FUSION_KIND_COUNT; k++) a->kinds[k] += b->kinds[k];
+  for (int k = 0; k < 2; k++) {
+    a->panels[k] += b->panels[k]; a->panels_m1[k] += b->panels_m1[k];
+    a->panels_passed[k] += b->panels_passed[k]; a->panels_clean[k] += b->panels_clean[k];
+  }
   ftu_cpu_tally *x = &a->ct;
   const ftu_cpu_tally *y = &b->ct;
   x->graphs += y->graphs; x->compiled += y->compiled; x->clean += y->clean;
@@ -652,6 +789,10 @@ static void test_fuzz(void **state) {
          n, S.passed, S.unevaluable, failed[1], failed[2], failed[3], failed[4], S.kb, S.ka, S.fusions);
   printf("  fusions made: %d kLoop, %d kInput (%d row-normalisation), %d kOutput, %d multi-output\n",
          S.kinds[HLO_FUSION_LOOP], S.kinds[HLO_FUSION_INPUT], S.rownorm, S.kinds[HLO_FUSION_OUTPUT], S.multi);
+  printf("  panel-order dots: %d of the CPU's nr %lld (%d at M = 1), %d passed (a)-(d), %d of them with 0 "
+         "evaluator fallbacks; %d of another nr (%d at M = 1), %d passed, %d with 0 fallbacks\n",
+         S.panels[0], (long long)fz_panel_nr, S.panels_m1[0], S.panels_passed[0], S.panels_clean[0],
+         S.panels[1], S.panels_m1[1], S.panels_passed[1], S.panels_clean[1]);
   printf("  CPU backend: %d compiled (%lld fusions, %.1f ms each), %d with 0 evaluator fallbacks, %d with fallbacks "
          "(%d runtime ops), %d with emitter errors; failures: values %d, compile/run %d, emitter errors %d\n",
          ct->compiled, (long long)ct->fusions, ct->compiled ? ct->compile_ms / ct->compiled : 0.0, ct->clean, ct->fallback_graphs,
@@ -751,6 +892,9 @@ static void test_fuzz_regressions(void **state) {
 int main(void) {
   ftu_ctx = tu_ctx();
   fz_cpu = ftu_cpu_ctx_new();
+  ftu_few_specials = fz_few_specials;
+  int64_t kc = 0;
+  if (hj_linear_panels(fz_cpu, HJ_BACKEND_CPU, 768, 768, &kc, &fz_panel_nr) != HJ_OK) fz_panel_nr = 0;
   const char *worker = getenv("HLOJIT_FUZZ_WORKER");
   if (worker) {
     int rc = fz_worker_main(worker);
