@@ -55,7 +55,8 @@
    panels (each thread reads its own panels: contiguous stretches at every kc step), or M
    when N has too few. Per A block and kc step, panel after panel, every mr-row strip of
    the block runs on it; the epilogue runs per row after the last step. The gemv (gemvp)
-   takes a thread's run of panels per kc step, 2 panels side by side (2 streams).
+   takes a thread's run of panels per kc step, one panel after the other (one stream:
+   matmul_gemv.c EMM_PANEL_G has the measurements).
 
    M = 1 (decode) uses the plan's gemv, B read once. B transposed: split over N (each output
    is one contiguous row of B). B normal: split over K in the plan's fixed blocks of

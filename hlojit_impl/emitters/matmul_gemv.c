@@ -153,12 +153,16 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
    time with their G * nr / vw accumulators in registers from the first row to the last.
    G panels are G sequential streams. A bf16 B (the plan's rhs_bf16) is widened as it is
    loaded (pstride still in elements). One panel at a time through the plain gemv (ldb =
-   nr, y through L1 on every 8 rows) was slower: GPT-2 124M decode, HLOJIT_PROFILE=1
-   build/gpt2 on Zen 4, per matrix 18-25 GB/s against 20-30 for the plain layouts (8 row
-   streams). G measured in one process against a session without panels (decode step,
-   best of 12-15; panels / plain, Zen 4): 1 thread G = 1 0.85-0.86, G = 2 0.84-0.85, G = 4
-   0.89-0.90; 2 threads G = 1 0.98, G = 2 0.89 (G = 4's baseline too noisy to read). */
-#define EMM_PANEL_G 2
+   nr, y through L1 on every 8 rows) was slower (18-25 GB/s per matrix, GPT-2 124M decode
+   on Zen 4). G = 1, one stream, reads fastest: the GPT-2 124M block matrices (kc = 384,
+   nr = 48, 340 MB in 48 huge-page buffers, read in the decode step's order), G interleaved
+   in one process, best of 15, Zen 4: 1 thread G = 1 31.6-35.1 GB/s, G = 2 28.3-31.3
+   (this very kernel from the JIT, G = 1: 34.5 where a C copy of it read 35.1); 2 threads
+   34.1-35.0 against 33.8-34.5 (on a host whose 2-thread bandwidth was then down to 35
+   GB/s). bench_gpt2 decode at 1 thread went from 0.85 to 0.92-0.93 of the read bound
+   (f32) and from 0.73 to 0.90 (bf16). Software prefetching (a line 1-8 KB ahead) made
+   every G slower (G = 2: 19-22 GB/s). */
+#define EMM_PANEL_G 1
 static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef q, int arg) {
   LLVMBuilderRef b = em->b;
   int G = arg >> 8 & 255, vw = arg & 255, nv = arg >> 16 & 255;
@@ -212,7 +216,7 @@ void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr, bool bf16
   LLVMValueRef npan = LLVMGetParam(fn, 5);
   int arg = bf16 << 24 | nv << 16 | vw;
   LLVMValueRef q = emx_step_loop(em, fn, emx_i64(em, 0), npan, G, emx_gemvp_group, a, arg | G << 8);
-  emx_step_loop(em, fn, q, npan, 1, emx_gemvp_group, a, arg | 1 << 8);
+  if (G > 1) emx_step_loop(em, fn, q, npan, 1, emx_gemvp_group, a, arg | 1 << 8);
   LLVMBuildRetVoid(em->b);
 }
 
