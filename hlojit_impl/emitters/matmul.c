@@ -298,10 +298,14 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
   p->m_rem = (int)(p->M % p->mr);
   p->use_gemv = p->M == 1;
   /* gemv_cols: the driver's column splits are multiples of it; for gemvt also the rows of
-     B^T read side by side (logits, 768 x 50304: 8 rows read B at 0.90 of the bandwidth on
-     1 thread, 4 rows at 1.02; GPT-2 124M decode on Zen 4, 1 thread, its transposed gemv the
-     fc projection: a block took 1.39-1.70 ms with 8 rows, 1.46-1.64 with 4, 5 runs each) */
-  p->gemv_cols = p->rhs_transposed ? 4 : 4 * vw;
+     B^T read side by side. One row at a time (B^T read as one sequential stream) streams
+     fastest inside a model: GPT-2 124M decode, Zen 4, 1 thread, every matrix (out, in)
+     (HLOJIT_PROFILE=1 build/gpt2 --layouts stored), per matrix 30.8-32.1 GB/s with 1 row,
+     14-23 with 2, 16.5-24 with 4 (a block 0.98 / 1.86 / 1.61 ms, the lm_head over wte
+     4.82 / 11.0 / 9.29 ms). Earlier, bench_matmul's back-to-back calls had 4 rows at 1.02
+     of the bandwidth and 8 at 0.90 on the logits shape (768 x 50304): the same lesson as
+     the gemvp's (matmul_gemv.c EMM_PANEL_G). */
+  p->gemv_cols = p->rhs_transposed ? 1 : 4 * vw;
   /* B normal: K in 4 blocks of gemv_kb rows (at least 64), each block's partial y summed
      in block order afterwards; fixed by the shape alone, so the bits do not depend on the
      thread count. Few long blocks stream best: with 2 threads, fc (768 x 3072) read B at
