@@ -46,8 +46,8 @@
    those of the widened weights, at half the bytes. Everything else, and every tensor on
    another backend (the GPU's matmul kernels take f32 only), is widened to f32 here: the
    vectors, wpe, and wte for the embedding's gather. GPT-2 124M, bench_gpt2, one run on a
-   2-core Zen 3: decode 13.8 ms a step against 22.7 with f32 weights on 2 threads (1
-   thread: 19.6 / 30.4); prefill T = 64 111 / 119 ms.
+   2-core Zen 4: decode 8.2 ms a step against 15.5 with f32 weights on 1 thread (2
+   threads: 5.2 / 9.7); prefill T = 64 106 / 111 ms.
    With |zero_copy|, every f32 tensor kept in the file's layout is
    instead a read-only hj_buffer_wrap over the loader's mapping: no copy and no memory
    beyond the page cache, but slower: GPT-2 124M decode, one thread, both settings in one
@@ -59,23 +59,24 @@
    memory.
 
    LAYOUTS. Each matrix may run as x @ W with W (in, out) or as x @ W^T with W (out, in);
-   the CPU backend has an M = 1 (decode) kernel for each, and today they stream memory at
-   different speeds depending on the shape. With |kernel_layouts| (the default) the session
-   keeps each matrix in the layout that decoded fastest here, whatever the file's:
+   the CPU backend has an M = 1 (decode) kernel for each. With |kernel_layouts| (the
+   default) the session keeps each matrix in the layout that decoded fastest when this was
+   chosen, whatever the file's:
      qkvw, attprojw, fcw (in, out); fcprojw (out, in); and, for the tied lm_head, a second
      copy of wte transposed to (C, Vp), so the head is a plain x @ W (wte itself stays for
      the embedding).
-   Measured on GPT-2 124M, one thread, the layouts taking turns in one process on this
-   shared 2-core machine: 12 decode blocks 17.9-21.4 ms this way against 21.8-24.8 ms
-   all (out, in) (llm.c's) and 20.4-23.5 ms all (in, out) (safetensors'); the lm_head
-   6.5-7.1 ms over wte^T against 10.2-14.3 ms over wte. The cost: V x C floats more memory
-   (154 MB at 124M) and transposes at start; prefill is not slower (bench_gpt2 times both
-   settings; 2 threads, quiet machine, one run: T = 64 82.0 ms against 92.5 as stored,
-   T = 256 307 against 298; one block run at T = 64 7.2 against 7.7 ms, the (in, out)
-   matrices packed in whole rows, cpu_matmul.c). Those figures are from an AVX-512 Intel
-   machine; on a 2-core Zen 3 (AVX2), bench_gpt2 over eight runs: decode faster this way
-   (1 thread 26.6-41.5 ms against 34.0-44.2 as stored), prefill alike within its noise.
-   When the library's kernels stream alike in both layouts, this goes.
+   Then (GPT-2 124M, one thread, the layouts taking turns in one process, a shared 2-core
+   AVX-512 machine) 12 decode blocks took 17.9-21.4 ms this way against 21.8-24.8 ms all
+   (out, in) and 20.4-23.5 ms all (in, out); the lm_head 6.5-7.1 ms over wte^T against
+   10.2-14.3 ms over wte. Since the x @ W^T gemv reads one row of W at a time (matmul.c,
+   gemv_cols) that is no longer so on the CPU: bench_gpt2 on Zen 4, one run, 1 / 2 threads,
+   decode 15.60 / 9.52 ms with every matrix as stored (the head over wte) against 18.18 /
+   10.79 with these layouts without panels ("plain"). The panels below are what the CPU
+   uses. The head's copy (V x C floats more, 154 MB at 124M) still paid at 2 threads: the
+   head over wte against over its panel copy, HLOJIT_PROFILE=1 build/gpt2, 3 runs each,
+   alternated, 3.74-4.21 ms against 3.41-3.46 (and one 4.59; 1 thread alike, 5.0-5.4
+   ms), so it stays; and these layouts stay for the GPU, where nothing has been measured
+   since.
    Panels (|panels|, the default with kernel_layouts): on the CPU backend, the four block
    matrices and the lm_head's copy are instead kept in the matmul's panel order
    (hj_linear_panels / hj_linear_pack, HJ_LINEAR_PANELS: (in/kc, out/nr, kc, nr)), which
@@ -84,8 +85,8 @@
    (a copy either way), or where the CPU has no
    panel order for a shape (a width not a multiple of its nr: that matrix keeps the layout
    above). GPT-2 124M, bench_gpt2 (Zen 4, 1 / 2 threads, one run, the same weights both
-   ways): prefill T = 64 114.2 / 68.2 ms against 142.6 / 75.9 without, T = 256 471 / 263
-   against 501 / 276, decode 18.3 / 10.8 ms against 20.2 / 12.0.
+   ways): prefill T = 64 110.7 / 59.3 ms against 138.2 / 72.6 without ("plain"), T = 256
+   466 / 239 against 491 / 256, decode 15.5 / 9.7 ms against 18.2 / 10.8.
 
    VERIFY. With |verify_dir|, every step K (0: the prefill, then one per decode) writes
    DIR/step_K/emb.npy (n_K, C), res_L.npy (n_K, C) for every block L and logits.npy (V,),
