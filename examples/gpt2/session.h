@@ -71,7 +71,9 @@
    10.2-14.3 ms over wte. Since the x @ W^T gemv reads one row of W at a time (matmul.c,
    gemv_cols) that is no longer so on the CPU: bench_gpt2 on Zen 4, one run, 1 / 2 threads,
    decode 15.60 / 9.52 ms with every matrix as stored (the head over wte) against 18.18 /
-   10.79 with these layouts without panels ("plain"). The panels below are what the CPU
+   10.79 with these layouts without panels ("plain"); with x @ W reading 12 rows per pass
+   (matmul.c, gemv_rows), in a run whose 2-thread read rate was 34 GB/s, 15.61 / 14.96
+   against 17.55 / 15.26. The panels below are what the CPU
    uses. The head's copy (V x C floats more, 154 MB at 124M) still paid at 2 threads: the
    head over wte against over its panel copy, HLOJIT_PROFILE=1 build/gpt2, 3 runs each,
    alternated, 3.74-4.21 ms against 3.41-3.46 (and one 4.59; 1 thread alike, 5.0-5.4

@@ -314,14 +314,18 @@ static void emx_choose_blocking(struct emit_matmul_plan *p, int vw) {
   p->gemv_kb = p->K > 0 ? p->K : 1;
   /* B normal: rows of B per pass over y. Short rows (y of at most 4 KiB: attention
      projection, fc projection) one at a time, B then being one sequential stream; longer
-     rows 8 at a time. Same fma chain per column whatever the count, so the same bits. GPT-2
-     124M decode block (HLOJIT_PROFILE=1 build/gpt2 ... --threads 1, Zen 4, 4 runs each,
-     alternated): 1.27-1.43 ms against 1.47-1.59 with 4 rows for all; attention projection
+     rows 12 at a time (12 against 8: GPT-2 124M decode, --layouts plain, 1 thread, a block
+     1.02-1.06 ms against 1.03-1.08, the lm_head 4.99-5.17 against 5.41-5.53; bf16 a block
+     0.57-0.60 against 0.61-0.64 (both without the prefetch, matmul_gemv.c); 2 threads alike
+     within the noise; the figures for every R in matmul_gemv.c). The same fma chain per
+     column whatever the count, so the same bits. Earlier, 1 / 8 rows (GPT-2 124M decode
+     block, HLOJIT_PROFILE=1 build/gpt2 ... --threads 1, Zen 4, 4 runs each, alternated):
+     1.27-1.43 ms against 1.47-1.59 with 4 rows for all; attention projection
      14 -> 22-25 GB/s, qkv 17-18 -> 20-21, fc 18-19 -> 20-21; 2 threads 0.96-1.13 ms against
      1.10-1.18; bf16 weights 0.88-0.98 ms against 1.04-1.26. One row for the long rows too
      lost (fc 13-17 GB/s; see emx_gemv_rows), 8 rows for the short ones lost to one (18 GB/s
      for the attention projection against 22-25). */
-  p->gemv_rows = p->N * 4 <= 4096 ? 1 : 8;
+  p->gemv_rows = p->N * 4 <= 4096 ? 1 : 12;
   if (p->use_gemv && !p->rhs_transposed) {
     int64_t kb = (p->K + 3) / 4;
     kb = (kb < 64 ? 64 : kb + 7) / 8 * 8;

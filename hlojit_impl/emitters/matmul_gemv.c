@@ -45,7 +45,7 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
 }
 
 /* The gemv for B normal streams whole rows (see matmul_plan.h): per group of R rows (the
-   plan's gemv_rows, 1 or 8; then 1 at a time for the rest), one pass over y[0, n):
+   plan's gemv_rows, 1 or 12; then 4, then 1 at a time for the rest), one pass over y[0, n):
    y[j] = fma(x[k+R-1], b[k+R-1][j], ... fma(x[k], b[k][j], y[j])), n % vw columns by
    masked loads. The same fma chain per column as a column-at-a-time loop, whatever R, but
    B is read as R sequential streams of whole rows and y stays in L1/L2 (what OpenBLAS's
@@ -60,29 +60,21 @@ static LLVMValueRef emx_masked(emit_module *em, LLVMValueRef store_val, LLVMType
    bench_matmul its speed later moved (0.41-1.02) with builds that only moved the partial y.
    bench_matmul's best-of over back-to-back calls hid that: check a gemv change with a
    model's profile too (HLOJIT_PROFILE=1 build/gpt2 ...). R = 1 is kept for short rows only
-   (emit_matmul_plan, gemv_rows). */
-#define EMM_GEMV_ROWS 8   /* the most rows per group (array sizes) */
-/* llvm.prefetch(p, read, locality 3, data). The bf16 gemvs in groups of rows prefetch the
-   rows EMM_PF_GROUPS row groups ahead (one row at a time, B is one stream already): a bf16
-   row is half as long, so the hardware prefetcher meets twice as many fresh streams per
-   byte. bench_matmul --bf16, M = 1, fresh B, Zen 3, one run each, with 4-row groups:
-   fc.proj (3072 x 768) 7.2 -> 10.6 GB/s on 1 thread, 12.0 -> 18.8 on 2; qkv, fc 0.65-0.81
-   -> 0.82-1.05 of the read bandwidth; 1, 2 or 4 groups ahead alike within the noise. The
-   f32 gemvs are left without: on Zen 4 (AVX-512, 1 thread, GPT-2 124M decode, HLOJIT_PROFILE=1
-   build/gpt2, 2 runs each, alternated) prefetching their next group one group ahead took a
-   block from 1.35-1.46 ms to 1.59-1.63 (B normal) or 1.56-1.66 (both kinds) and the lm_head
-   (B normal, 8 rows of 196 KiB per group: 1.6 MiB ahead) from 6.4 to 9.1-9.2 ms; a group of
-   f32 rows lies past L1, and the hardware prefetcher keeps up with the rows it sees. */
-#define EMM_PF_GROUPS 2
-static void emx_prefetch(emit_module *em, LLVMValueRef p) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-  LLVMTypeRef t = em->t_ptr;
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, &t, 1);
-  LLVMValueRef args[4] = { p, LLVMConstInt(em->t_i32, 0, 0), LLVMConstInt(em->t_i32, 3, 0),
-                           LLVMConstInt(em->t_i32, 1, 0) };
-  LLVMBuildCall2(em->b, LLVMIntrinsicGetType(em->llctx, id, &t, 1), fn, args, 4, "");
-}
-
+   (emit_matmul_plan, gemv_rows). For long rows more rows per pass read faster, up to 12:
+   Zen 4, 1 thread, build/gpt2 --layouts plain, f32 124M, fc / qkv GB/s: R = 1 18 / 20,
+   2 20.5 / 19.6, 4 24.5 / 22.5, 8 26 / 25.3, 12 27 / 27.5, 16 27.1 / 28.3; the lm_head
+   (768 x 50304) 4.99-5.17 ms with 12 against 5.41-5.53 with 8 or 16. Placing the partial y
+   at a chosen 4 KiB offset from B (0 or 2 KiB) left R = 1's figures as they were (not 4K
+   aliasing), and blocks of 768-1024 columns walked down all the rows read 12 GB/s. */
+#define EMM_GEMV_ROWS 12   /* the most rows per group (array sizes) */
+/* No software prefetching: the f32 gemvs never had it (on Zen 4 prefetching the next row
+   group took a GPT-2 124M decode block from 1.35-1.46 ms to 1.59-1.63 and the lm_head from
+   6.4 to 9.1 ms), and the bf16 ones, which prefetched the rows two groups ahead (a gain on
+   Zen 3 with groups of 4 rows: bench_matmul fc.proj 7.2 -> 10.6 GB/s), lost with it on Zen 4:
+   build/gpt2 --layouts plain, bf16 124M, 8-row groups, 3 runs each alternated, 1 thread: a
+   block 0.60-0.64 ms without against 0.65-0.67 with, the lm_head 2.77 against 3.95-4.00;
+   2 threads 0.37-0.39 against 0.40-0.47, lm_head 1.45-1.49 against 2.06-2.68. The gemvt
+   reads one row at a time (matmul.c gemv_cols), where the prefetch never applied. */
 static void emx_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef j, int rows) {
   LLVMTypeRef vt = LLVMTypeOf(a[EMM_GEMV_ROWS + 1]);
   bool bf16 = rows >> 8;
@@ -91,20 +83,16 @@ static void emx_gemv_cols(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
   for (int r = 0; r < rows; r++)
     acc = emx_fma(em, a[1 + EMM_GEMV_ROWS + r], emx_load_b(em, vt, emx_gep_b(em, a[1 + r], j, bf16), bf16), acc);
   emx_store(em, acc, py);
-  if (bf16 && a[1 + 2 * EMM_GEMV_ROWS])   /* the next group's rows, ahead of the hardware */
-    for (int r = 0; r < rows; r++) emx_prefetch(em, emx_gep_b(em, a[1 + 2 * EMM_GEMV_ROWS + r], j, bf16));
 }
 
 static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLVMValueRef k, int arg) {
   LLVMBuilderRef b = em->b;
   int rows = arg >> 8 & 255, vw = arg & 255;
   bool bf16 = arg >> 16;
-  LLVMValueRef c[1 + 3 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x, prefetch */
+  LLVMValueRef c[1 + 2 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x */
   for (int r = 0; r < rows; r++) {
     LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
     c[1 + r] = emx_gep_b(em, a[1], LLVMBuildMul(b, kr, a[3], ""), bf16);
-    if (bf16 && rows > 1)   /* row k + r two groups on (see emx_prefetch) */
-      c[1 + 2 * EMM_GEMV_ROWS + r] = emx_gep_b(em, c[1 + r], LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), a[3], ""), bf16);
     c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
   }
   for (int r = rows; r < EMM_GEMV_ROWS; r++) c[1 + r] = c[1], c[1 + EMM_GEMV_ROWS + r] = c[1 + EMM_GEMV_ROWS];
@@ -141,6 +129,7 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
   LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
                         LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
   LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, R, emx_gemv_rows, a, bf16 << 16 | R << 8 | vw);
+  if (R > 4) k = emx_step_loop(em, fn, k, K, 4, emx_gemv_rows, a, bf16 << 16 | 4 << 8 | vw);   /* a row alone reads slowly */
   emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(b);
 }
@@ -272,10 +261,6 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
       nxt[2 * r + u] = emx_fma(em, xv, bv, acc[2 * r + u]);
     }
   }
-  if (bf16 && rows > 1)   /* the same k of rows j + EMM_PF_GROUPS * rows (see emx_prefetch) */
-    for (int r = 0; r < rows; r++)
-      emx_prefetch(em, emx_gep_b(em, pb, LLVMBuildAdd(b, LLVMBuildAdd(b, base[r], k, ""),
-                                                       LLVMBuildMul(b, emx_i64(em, EMM_PF_GROUPS * rows), ldb, ""), ""), bf16));
   LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 2 * vw), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
   LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);

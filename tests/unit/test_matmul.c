@@ -296,7 +296,7 @@ static void test_matmul_vs_evaluator(void **state) {
     { 1, 17, 1000, 1000 }, { 1, 1600, 5, 60 }, { 1, 64, 768, 96 }, { 3, 17, 33, 50 },
     { 4, 1, 300, 70 },
     { 4, 1, 40, 70 }, { 2, 9, 1, 1 },
-    { 1, 1, 127, 1100 }, { 1, 1, 1000, 1030 }, { 2, 1, 9, 2000 },   /* gemv, rows of B 8 at a time */
+    { 1, 1, 127, 1100 }, { 1, 1, 1000, 1030 }, { 2, 1, 9, 2000 },   /* gemv, rows of B 12, 4, 1 at a time */
   };
   for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
     for (int t = 0; t < 2; t++)

@@ -11,7 +11,9 @@
    1e-5 * sqrt(K) * sum_k |x w| (+ the tanh's 1e-6). Every one compiles to a matmul kernel
    with no evaluator fallback. 1, 2 and 3 threads give the same bits.
    bf16: weights rounded to bf16, packed by hj_linear_pack_bf16 and read as bf16 panels,
-   give the bits of f32 panels of the widened weights (1 and 2 threads; the pack's bits too).
+   give the bits of f32 panels of the widened weights (1 and 2 threads; the pack's bits too);
+   bf16 weights as stored, (in, out) and (out, in) (the plain gemv's row groups, the gemvt,
+   the gemm), give the bits of the widened f32 weights in the same layout.
    Consumers: a residual epilogue, a split in three, a row sum, two users, at M = 1, 5, 64,
    against the evaluator (1e-5 of the output's largest value), one matmul kernel each, whose
    fusion takes as many operands (the epilogue's bias and residual) as in the same graph
@@ -272,6 +274,61 @@ static void test_panels_bf16(void **state) {
   hj_ctx_destroy(ref);
 }
 
+/* bf16 weights as stored, (in, out) and (out, in): the gemv for B normal in row groups of
+   12, then 4, then 1 (M = 1; K = 9, 127, 768 give every mix, with 4 K blocks and one), the
+   gemvt (B transposed) and the gemm (M = 3), each widening as it loads, must give the bits
+   of the same layer over the widened f32 weights in the same layout, on 1 and 2 threads;
+   the f32 (in, out) layer against the evaluator. */
+static void test_stored_bf16(void **state) {
+  hj_ctx_t *cpu[2] = { cb_ctx(HJ_BACKEND_CPU, 1, NULL), cb_ctx(HJ_BACKEND_CPU, 2, NULL) };
+  hj_ctx_t *ref = cb_ctx(HJ_BACKEND_INTERP, 1, NULL);
+  static const int64_t sz[][3] = {   /* M, K, N */
+    { 1, 768, 1100 }, { 1, 127, 2000 }, { 1, 9, 1030 }, { 1, 1000, 300 }, { 3, 127, 1100 },
+  };
+  for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+    tp_data d;
+    tp_data_make(&d, sz[i][0], sz[i][1], sz[i][2], 1, 1);
+    const int64_t K = d.K, N = d.N, KN = K * N;
+    uint16_t *wh = malloc(2 * (size_t)KN), *wth = malloc(2 * (size_t)KN);
+    float *wt = malloc(sizeof(float) * (size_t)KN);
+    for (int64_t k = 0; k < KN; k++) d.w[k] = tp_from_bf16(wh[k] = tp_to_bf16(d.w[k]));   /* w: widened */
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t n = 0; n < N; n++) wt[n * K + k] = d.w[k * N + n], wth[n * K + k] = wh[k * N + n];
+    float *want = tp_run(ref, &d, HJ_LINEAR_IN_OUT), *wide = tp_run(cpu[0], &d, HJ_LINEAR_IN_OUT);
+    tp_compare(&d, wide, want, "f32 (in, out) weights against the evaluator");
+    for (int t = 0; t < 2; t++)
+      for (int lay = HJ_LINEAR_IN_OUT; lay <= HJ_LINEAR_OUT_IN; lay++) {
+        hj_ctx_t *ctx = cpu[t];
+        const bool io = lay == HJ_LINEAR_IN_OUT;
+        hj_buffer_t *x, *w, *wf, *b;
+        CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(d.M, K), d.x, &x));
+        CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_BF16, io ? HJ_SHAPE(K, N) : HJ_SHAPE(N, K), io ? wh : wth, &w));
+        CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, io ? HJ_SHAPE(K, N) : HJ_SHAPE(N, K), io ? d.w : wt, &wf));
+        CHECK_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(N), d.b, &b));
+        hj_buffer_t *y = tp_layer(ctx, x, w, b, (hj_linear_layout_t)lay);
+        hj_buffer_t *yf = tp_layer(ctx, x, wf, b, (hj_linear_layout_t)lay);
+        float *got = malloc(sizeof(float) * (size_t)(d.M * N)), *gf = malloc(sizeof(float) * (size_t)(d.M * N));
+        CHECK_OK(ctx, hj_buffer_copy_to_host(y, got, sizeof(float) * (size_t)(d.M * N)));
+        CHECK_OK(ctx, hj_buffer_copy_to_host(yf, gf, sizeof(float) * (size_t)(d.M * N)));
+        for (int64_t o = 0; o < d.M * N; o++)
+          if (memcmp(&got[o], &gf[o], 4))
+            fail_msg("M=%lld K=%lld N=%lld %s, %d thread(s): bf16 weights y[%lld] = %.9g, widened f32 %.9g",
+                     (long long)d.M, (long long)K, (long long)N, io ? "(in, out)" : "(out, in)", t + 1,
+                     (long long)o, got[o], gf[o]);
+        if (io && t == 0)
+          for (int64_t o = 0; o < d.M * N; o++)
+            if (memcmp(&gf[o], &wide[o], 4)) fail_msg("y[%lld]: two runs of one layer differ", (long long)o);
+        free(got), free(gf);
+        hj_buffer_destroy(x), hj_buffer_destroy(w), hj_buffer_destroy(wf), hj_buffer_destroy(b);
+        hj_buffer_destroy(y), hj_buffer_destroy(yf);
+      }
+    free(want), free(wide), free(wh), free(wth), free(wt);
+    tp_data_free(&d);
+  }
+  for (int t = 0; t < 2; t++) hj_ctx_destroy(cpu[t]);
+  hj_ctx_destroy(ref);
+}
+
 /* ---- what the panel dot feeds ----------------------------------------------------------------
    The fusion passes see the panel dot's C [M,N] through its reshape (epilogue_fusion.c,
    fusion_util.c): a residual epilogue, a split into three (GPT-2's qkv), a row reduction
@@ -487,6 +544,7 @@ int main(void) {
     cmocka_unit_test(test_panels_query),
     cmocka_unit_test(test_panels_matmul),
     cmocka_unit_test(test_panels_bf16),
+    cmocka_unit_test(test_stored_bf16),
     cmocka_unit_test(test_panels_consumers),
     cmocka_unit_test(test_panels_bad_shapes),
     cmocka_unit_test(test_dot_canon_panels),
