@@ -19,6 +19,7 @@
 #include "ir/opfacts.c"
 #include "ir/shape_infer.c"
 #include "ir/shape_infer_index.c"
+#include "ir/shape_infer_reduce.c"
 #include "ir/verify.c"
 
 /* text/ */

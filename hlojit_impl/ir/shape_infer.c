@@ -23,7 +23,8 @@
      hlo_window_dim), and every result, declared or derived, passes hlo_shape_check (at
      most 2^53 elements, the parser's bound), so no inferred shape overflows downstream.
    The indexing ops (dynamic-slice, dynamic-update-slice, gather, scatter) are in
-   shape_infer_index.c; the hlo_si_* helpers here are what it shares (shape_infer_internal.h). */
+   shape_infer_index.c, reduce, reduce-window, dot and sort in shape_infer_reduce.c; the
+   hlo_si_* helpers here are what they share (shape_infer_internal.h). */
 #include "shape_infer_internal.h"
 
 const char *hlo_si_str(hlo_si_cx *c, int k, const hlo_shape *s) {
@@ -44,7 +45,7 @@ hj_status hlo_si_err(hlo_si_cx *c, const char *fmt, ...) {
 const hlo_shape *hlo_si_op(hlo_si_cx *c, int i) { return &c->ins->operands[i]->shape; }
 
 /* A shape-less parse leaves a zeroed shape: pred[] without a layout. */
-static bool si_unset(const hlo_shape *s) {
+bool hlo_si_unset(const hlo_shape *s) {
   return s->type == HLO_PRED && s->rank == 0 && !s->has_layout && s->ntuple == 0;
 }
 
@@ -52,7 +53,7 @@ static bool si_unset(const hlo_shape *s) {
    that failed is a consequence of the missing shape; say so instead. */
 __attribute__((format(printf, 2, 3)))
 static hj_status si_decl_err(hlo_si_cx *c, const char *fmt, ...) {
-  if (si_unset(&c->ins->shape))
+  if (hlo_si_unset(&c->ins->shape))
     return hlo_si_err(c, "cannot infer the shape of '%s' without a declared shape",
                       hlo_opcode_name(c->ins->op));
   char msg[1024];
@@ -82,7 +83,7 @@ hlo_shape hlo_si_result(const hlo_shape *s) {
   return r;
 }
 
-static hlo_shape si_with_type(const hlo_shape *s, hlo_type t) {
+hlo_shape hlo_si_with_type(const hlo_shape *s, hlo_type t) {
   hlo_shape r = hlo_si_result(s);
   r.type = t;
   return r;
@@ -122,7 +123,7 @@ hj_status hlo_si_tuple(hlo_si_cx *c, const hlo_shape *elems, int n, hlo_shape *o
 
 /* ---- called computations ------------------------------------------------------------------ */
 
-static hj_status si_callee(hlo_si_cx *c, int i, const hlo_comp **out) {
+hj_status hlo_si_callee(hlo_si_cx *c, int i, const hlo_comp **out) {
   if (i >= c->ins->ncalls || !c->ins->calls[i])
     return hlo_si_err(c, "expects %d called computation%s, got %d", i + 1, i ? "s" : "",
                       c->ins->ncalls);
@@ -136,7 +137,7 @@ static hj_status si_callee(hlo_si_cx *c, int i, const hlo_comp **out) {
 }
 
 /* |k| takes exactly the |n| shapes |want| (layouts ignored). */
-static hj_status si_sig(hlo_si_cx *c, const hlo_comp *k, const hlo_shape *const *want, int n) {
+hj_status hlo_si_sig(hlo_si_cx *c, const hlo_comp *k, const hlo_shape *const *want, int n) {
   if (arrlen(k->params) != n)
     return hlo_si_err(c, "computation '%s' takes %d parameters, expected %d", k->name,
                       (int)arrlen(k->params), n);
@@ -151,7 +152,7 @@ static hj_status si_sig(hlo_si_cx *c, const hlo_comp *k, const hlo_shape *const 
    returning one scalar (N == 1) or a tuple of N scalars of |types|. */
 hj_status hlo_si_reducer(hlo_si_cx *c, int ci, const hlo_type *types, int n) {
   const hlo_comp *k;
-  hj_status st = si_callee(c, ci, &k);
+  hj_status st = hlo_si_callee(c, ci, &k);
   if (st) return st;
   hlo_shape sc[2 * HLO_MAX_RANK + 64];
   const hlo_shape *want[2 * HLO_MAX_RANK + 64];
@@ -160,7 +161,7 @@ hj_status hlo_si_reducer(hlo_si_cx *c, int ci, const hlo_type *types, int n) {
     sc[i] = hlo_shape_scalar(types[i % n]);
     want[i] = &sc[i];
   }
-  if ((st = si_sig(c, k, want, 2 * n))) return st;
+  if ((st = hlo_si_sig(c, k, want, 2 * n))) return st;
   const hlo_shape *r = &k->root->shape;
   bool ok = n == 1 ? hlo_shape_compatible(r, &sc[0]) : r->type == HLO_TUPLE && r->ntuple == n;
   for (int i = 0; ok && n > 1 && i < n; i++) ok = hlo_shape_compatible(&r->tuple[i], &sc[i]);
@@ -190,7 +191,7 @@ static hj_status si_unary(hlo_si_cx *c, hlo_shape *out) {
   default: ok = k == HLO_CLASS_FLOAT; want = "a floating-point"; break;
   }
   if (!ok) return hlo_si_err(c, "expects %s element type, got %s", want, hlo_si_str(c, 0, a));
-  *out = si_with_type(a, c->ins->op == HLO_OP_IS_FINITE ? HLO_PRED : a->type);
+  *out = hlo_si_with_type(a, c->ins->op == HLO_OP_IS_FINITE ? HLO_PRED : a->type);
   return HJ_OK;
 }
 
@@ -275,7 +276,7 @@ static hj_status si_convert(hlo_si_cx *c, hlo_shape *out) {
   if (!st) st = hlo_si_array(c, 0);
   if (st) return st;
   const hlo_shape *a = hlo_si_op(c, 0), *d = &c->ins->shape;
-  if (!hlo_shape_is_array(d) || (si_unset(d) && a->rank != 0))
+  if (!hlo_shape_is_array(d) || (hlo_si_unset(d) && a->rank != 0))
     return si_decl_err(c, "target %s must be an array type", hlo_si_str(c, 0, d));
   if (c->ins->op == HLO_OP_BITCAST_CONVERT) {
     bool pa = a->type == HLO_PRED, pd = d->type == HLO_PRED;   /* pred is 1 bit wide */
@@ -289,7 +290,7 @@ static hj_status si_convert(hlo_si_cx *c, hlo_shape *out) {
       if (a->rank >= HLO_MAX_RANK)
         return hlo_si_err(c, "bitcast-convert of %s to %s would exceed rank %d",
                           hlo_si_str(c, 0, a), hlo_type_name(d->type), HLO_MAX_RANK);
-      *out = si_with_type(a, d->type);
+      *out = hlo_si_with_type(a, d->type);
       out->dims[out->rank] = wa / wd;
       out->dynamic[out->rank] = false;
       out->rank++;
@@ -300,13 +301,13 @@ static hj_status si_convert(hlo_si_cx *c, hlo_shape *out) {
       if (a->rank == 0 || a->dims[a->rank - 1] != wd / wa || a->dynamic[a->rank - 1])
         return hlo_si_err(c, "bitcast-convert of %s to %s needs a minor dim of %d",
                           hlo_si_str(c, 0, a), hlo_type_name(d->type), wd / wa);
-      *out = si_with_type(a, d->type);
+      *out = hlo_si_with_type(a, d->type);
       out->rank--;
       hlo_shape_set_default_layout(out);
       return HJ_OK;
     }
   }
-  *out = si_with_type(a, d->type);
+  *out = hlo_si_with_type(a, d->type);
   return HJ_OK;
 }
 
@@ -333,7 +334,7 @@ static hj_status si_map(hlo_si_cx *c, hlo_shape *out) {
     if (dims.n != r.rank || dims.v[i] != i)
       return hlo_si_err(c, "dimensions must be all of 0..%d in order", r.rank - 1);
   const hlo_comp *k;
-  if ((st = si_callee(c, 0, &k)) || (st = si_sig(c, k, want, n))) return st;
+  if ((st = hlo_si_callee(c, 0, &k)) || (st = hlo_si_sig(c, k, want, n))) return st;
   const hlo_shape *kr = &k->root->shape;
   if (!hlo_shape_is_array(kr) || kr->rank != 0)
     return hlo_si_err(c, "computation '%s' must return a scalar, returns %s", k->name, hlo_si_str(c, 0, kr));
@@ -344,7 +345,6 @@ static hj_status si_map(hlo_si_cx *c, hlo_shape *out) {
 
 /* Shape ops, reductions and control flow: below; indexing ops: shape_infer_index.c. */
 static hj_status si_shape_op(hlo_si_cx *c, hlo_shape *out);
-static hj_status si_reduce_like(hlo_si_cx *c, hlo_shape *out);
 static hj_status si_control(hlo_si_cx *c, hlo_shape *out);
 
 static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out);
@@ -389,7 +389,7 @@ static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
   case HLO_OP_SCATTER:
     return hlo_si_index_op(c, out);
   case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: case HLO_OP_DOT: case HLO_OP_SORT:
-    return si_reduce_like(c, out);
+    return hlo_si_reduce_like(c, out);
   default: return si_control(c, out);
   }
 }
@@ -566,183 +566,6 @@ static hj_status si_shape_op(hlo_si_cx *c, hlo_shape *out) {
   }
 }
 
-/* ---- reduce, reduce-window, dot, sort ------------------------------------------------------ */
-
-/* Operands: N arrays of equal dims, then N scalar inits of the same types. */
-static hj_status si_inputs_inits(hlo_si_cx *c, int *n, hlo_type *types) {
-  int nops = c->ins->noperands;
-  if (nops < 2 || nops % 2 || nops / 2 > 32)
-    return hlo_si_err(c, "expects N inputs and N init values, got %d operands", nops);
-  *n = nops / 2;
-  hj_status st;
-  for (int i = 0; i < *n; i++) {
-    if ((st = hlo_si_array(c, i)) || (st = hlo_si_array(c, *n + i))) return st;
-    const hlo_shape *a = hlo_si_op(c, i), *v = hlo_si_op(c, *n + i);
-    if (!hlo_same_dims(a, hlo_si_op(c, 0)))
-      return hlo_si_err(c, "input %d %s differs from input 0 %s", i, hlo_si_str(c, 0, a),
-                        hlo_si_str(c, 1, hlo_si_op(c, 0)));
-    if (v->rank != 0 || v->type != a->type)
-      return hlo_si_err(c, "init value %d %s must be a scalar of the type of input %s", i,
-                        hlo_si_str(c, 0, v), hlo_si_str(c, 1, a));
-    types[i] = a->type;
-  }
-  return HJ_OK;
-}
-
-static hj_status si_results(hlo_si_cx *c, const hlo_shape *dims, const hlo_type *types, int n,
-                            hlo_shape *out) {
-  hlo_shape res[32];
-  for (int i = 0; i < n; i++) res[i] = si_with_type(dims, types[i]);
-  if (n == 1) { *out = res[0]; return HJ_OK; }
-  return hlo_si_tuple(c, res, n, out);
-}
-
-static hj_status si_reduce(hlo_si_cx *c, hlo_shape *out) {
-  int n;
-  hlo_type types[32];
-  hj_status st = si_inputs_inits(c, &n, types);
-  if (st) return st;
-  const hlo_shape *a = hlo_si_op(c, 0);
-  hlo_ints dims = c->ins->dims;
-  char b[128];
-  if (!hlo_si_dims_ok(dims, a->rank, false))
-    return hlo_si_err(c, "dimensions=%s out of range or repeated for %s",
-                      hlo_si_ints_str(dims, b, sizeof b), hlo_si_str(c, 0, a));
-  if ((st = hlo_si_reducer(c, 0, types, n))) return st;
-  hlo_shape r = { .type = a->type };
-  for (int d = 0; d < a->rank; d++)
-    if (!hlo_ints_has(dims, d)) {
-      r.dynamic[r.rank] = a->dynamic[d];
-      r.dims[r.rank++] = a->dims[d];
-    }
-  return si_results(c, &r, types, n, out);
-}
-
-static int64_t si_at(hlo_ints v, int i, int64_t dflt) { return v.n ? v.v[i] : dflt; }
-
-static hj_status si_reduce_window(hlo_si_cx *c, hlo_shape *out) {
-  int n;
-  hlo_type types[32];
-  hj_status st = si_inputs_inits(c, &n, types);
-  if (st) return st;
-  const hlo_shape *a = hlo_si_op(c, 0);
-  const hlo_window *w = &c->ins->window;
-  int k = a->rank;
-  const hlo_ints *parts[] = { &w->stride, &w->pad_lo, &w->pad_hi, &w->base_dilation, &w->window_dilation };
-  bool ok = w->size.n == k;
-  for (int p = 0; p < 5; p++) ok = ok && (parts[p]->n == k || parts[p]->n == 0);
-  if (!ok) return hlo_si_err(c, "window has %d dims, operand %s has %d", w->size.n, hlo_si_str(c, 0, a), k);
-  if ((st = hlo_si_reducer(c, 0, types, n))) return st;
-  hlo_shape r = *a;
-  for (int i = 0; i < k; i++) {
-    int64_t sz = w->size.v[i], str = si_at(w->stride, i, 1), bd = si_at(w->base_dilation, i, 1),
-            wd = si_at(w->window_dilation, i, 1);
-    if (sz <= 0 || str <= 0 || bd < 1 || wd < 1)
-      return hlo_si_err(c, "window dim %d: size %lld, stride %lld and dilations must be positive", i,
-                        (long long)sz, (long long)str);
-    if (!hlo_window_dim(a->dims[i], sz, str, si_at(w->pad_lo, i, 0), si_at(w->pad_hi, i, 0), bd, wd,
-                        &r.dims[i]))
-      return hlo_si_err(c, "window dim %d (size %lld, pads %lld_%lld, dilations %lld/%lld) overflows or pads to a "
-                        "negative size for %s",
-                        i, (long long)sz, (long long)si_at(w->pad_lo, i, 0), (long long)si_at(w->pad_hi, i, 0),
-                        (long long)bd, (long long)wd, hlo_si_str(c, 0, a));
-  }
-  return si_results(c, &r, types, n, out);
-}
-
-static hj_status si_dot(hlo_si_cx *c, hlo_shape *out) {
-  hj_status st = hlo_si_nops(c, 2);
-  if (!st) st = hlo_si_array(c, 0);
-  if (!st) st = hlo_si_array(c, 1);
-  if (st) return st;
-  const hlo_dot_dims *dn = &c->ins->dot;
-  const hlo_shape *l = hlo_si_op(c, 0), *rr = hlo_si_op(c, 1);
-  hlo_ints lb = dn->lhs_batch, rb = dn->rhs_batch, lc = dn->lhs_contract, rc = dn->rhs_contract;
-  bool ok = hlo_si_dims_ok(lb, l->rank, false) && hlo_si_dims_ok(lc, l->rank, false) &&
-            hlo_si_dims_ok(rb, rr->rank, false) && hlo_si_dims_ok(rc, rr->rank, false);
-  for (int i = 0; ok && i < lc.n; i++) ok = !hlo_ints_has(lb, lc.v[i]);
-  for (int i = 0; ok && i < rc.n; i++) ok = !hlo_ints_has(rb, rc.v[i]);
-  if (!ok) return hlo_si_err(c, "batch/contracting dims out of range or repeated (lhs %s, rhs %s)",
-                             hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  if (lb.n != rb.n || lc.n != rc.n)
-    return hlo_si_err(c, "lhs and rhs need as many batch (%d vs %d) and contracting (%d vs %d) dims "
-                      "(lhs %s, rhs %s)", lb.n, rb.n, lc.n, rc.n, hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  for (int i = 0; i < lc.n; i++)
-    if (l->dims[lc.v[i]] != rr->dims[rc.v[i]])
-      return hlo_si_err(c, "contracting dim sizes %lld vs %lld (lhs %s, rhs %s)", (long long)l->dims[lc.v[i]],
-                        (long long)rr->dims[rc.v[i]], hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  for (int i = 0; i < lb.n; i++)
-    if (l->dims[lb.v[i]] != rr->dims[rb.v[i]])
-      return hlo_si_err(c, "batch dim sizes %lld vs %lld (lhs %s, rhs %s)", (long long)l->dims[lb.v[i]],
-                        (long long)rr->dims[rb.v[i]], hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  /* Floats of different widths may meet (XLA's mixed-precision dot: f32 x bf16); the
-     result is then the wider type unless the instruction declares another. */
-  hlo_type ot = l->type;
-  if (l->type != rr->type) {
-    if (!hlo_type_is_float(l->type) || !hlo_type_is_float(rr->type) ||
-        hlo_type_size(l->type) == hlo_type_size(rr->type))
-      return hlo_si_err(c, "element types differ (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-    if (hlo_type_size(rr->type) > hlo_type_size(l->type)) ot = rr->type;
-  }
-  if (l->rank + rr->rank - lc.n - rc.n - rb.n > HLO_MAX_RANK)
-    return hlo_si_err(c, "result rank too large (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  hlo_shape r = { .type = ot };
-  for (int i = 0; i < lb.n; i++) { r.dynamic[r.rank] = l->dynamic[lb.v[i]]; r.dims[r.rank++] = l->dims[lb.v[i]]; }
-  for (int i = 0; i < l->rank; i++)
-    if (!hlo_ints_has(lb, i) && !hlo_ints_has(lc, i)) { r.dynamic[r.rank] = l->dynamic[i]; r.dims[r.rank++] = l->dims[i]; }
-  for (int i = 0; i < rr->rank; i++)
-    if (!hlo_ints_has(rb, i) && !hlo_ints_has(rc, i)) { r.dynamic[r.rank] = rr->dynamic[i]; r.dims[r.rank++] = rr->dims[i]; }
-  /* The declared type is XLA's preferred_element_type; integers may not narrow. */
-  const hlo_shape *d = &c->ins->shape;
-  if (hlo_shape_is_array(d) && !si_unset(d) && d->type != ot) {
-    if (!hlo_type_is_float(l->type) && hlo_type_size(d->type) < hlo_type_size(l->type))
-      return hlo_si_err(c, "result type %s is narrower than the operands' %s", hlo_type_name(d->type),
-                        hlo_type_name(l->type));
-    r.type = d->type;
-  }
-  hlo_shape_set_default_layout(&r);
-  *out = r;
-  return HJ_OK;
-}
-
-static hj_status si_sort(hlo_si_cx *c, hlo_shape *out) {
-  int n = c->ins->noperands;
-  if (n < 1 || n > 32) return hlo_si_err(c, "expects 1 to 32 operands, got %d", n);
-  hj_status st;
-  hlo_shape res[32], sc[64];
-  const hlo_shape *want[64];
-  for (int i = 0; i < n; i++) {
-    if ((st = hlo_si_array(c, i))) return st;
-    const hlo_shape *a = hlo_si_op(c, i);
-    if (!hlo_same_dims(a, hlo_si_op(c, 0)))
-      return hlo_si_err(c, "operand %d %s differs from operand 0 %s", i, hlo_si_str(c, 0, a),
-                        hlo_si_str(c, 1, hlo_si_op(c, 0)));
-    res[i] = hlo_si_result(a);
-    sc[2 * i] = sc[2 * i + 1] = hlo_shape_scalar(a->type);
-    want[2 * i] = &sc[2 * i];
-    want[2 * i + 1] = &sc[2 * i + 1];
-  }
-  const hlo_shape *a = hlo_si_op(c, 0);
-  if (c->ins->dims.n != 1 || c->ins->dims.v[0] < 0 || c->ins->dims.v[0] >= a->rank)
-    return hlo_si_err(c, "needs one sort dimension in range for %s", hlo_si_str(c, 0, a));
-  const hlo_comp *k;
-  if ((st = si_callee(c, 0, &k)) || (st = si_sig(c, k, want, 2 * n))) return st;
-  hlo_shape p = hlo_shape_scalar(HLO_PRED);
-  if (!hlo_shape_compatible(&k->root->shape, &p))
-    return hlo_si_err(c, "comparator '%s' must return pred[], returns %s", k->name, hlo_si_str(c, 0, &k->root->shape));
-  if (n == 1) { *out = res[0]; return HJ_OK; }
-  return hlo_si_tuple(c, res, n, out);
-}
-
-static hj_status si_reduce_like(hlo_si_cx *c, hlo_shape *out) {
-  switch (c->ins->op) {
-  case HLO_OP_REDUCE: return si_reduce(c, out);
-  case HLO_OP_REDUCE_WINDOW: return si_reduce_window(c, out);
-  case HLO_OP_DOT: return si_dot(c, out);
-  default: return si_sort(c, out);
-  }
-}
-
 /* ---- tuples and control flow: tuple get-tuple-element call fusion while conditional
         opt-barrier ------------------------------------------------------------------------- */
 
@@ -752,8 +575,8 @@ static hj_status si_call_sig(hlo_si_cx *c, int ci, int first, int n, const hlo_s
   const hlo_shape *want[256];
   if (n > 256) return hlo_si_err(c, "too many operands (%d)", n);
   for (int i = 0; i < n; i++) want[i] = hlo_si_op(c, first + i);
-  hj_status st = si_callee(c, ci, &k);
-  if (!st) st = si_sig(c, k, want, n);
+  hj_status st = hlo_si_callee(c, ci, &k);
+  if (!st) st = hlo_si_sig(c, k, want, n);
   if (!st) *root = &k->root->shape;
   return st;
 }
