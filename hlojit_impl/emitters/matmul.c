@@ -236,8 +236,9 @@ int emit_matmul_panel_nr(int vector_bytes) {
 /* A panel-order rhs (matmul_plan.h): kc and nr are the layout's, and nothing is packed
    but A. The driver sweeps the panels of a kc step one after the other, each read once
    from memory, contiguous, and used by every mr-row strip of the A block while it is in
-   L1/L2; the threads split N (each its own panels: contiguous stretches). The gemv calls
-   the plain gemv per panel (ldb = nr), 8 rows per pass over its nr outputs. */
+   L1/L2; the threads split N (each its own panels: contiguous stretches). M = 1 runs the
+   panel gemv (gemvp, matmul_gemv.c: a panel's outputs in registers from its first row to
+   its last); gemv_rows is unused here. */
 static void emx_panel_blocking(struct emit_matmul_plan *p) {
   int64_t mpad = (p->M + p->mr - 1) / p->mr * p->mr;
   p->mc = mpad < 1536 ? mpad : 1536 / p->mr * p->mr;
