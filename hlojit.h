@@ -118,10 +118,11 @@
               scheduling; hj_module_optimize);
               the CPU backend (LLVM ORC; HJ_BACKEND_CPU, and AUTO): loop, reduction (incl.
               softmax/layer-norm row normalisation), transpose, in-place
-              dynamic-update-slice and matmul (f32, packed, AVX-512/AVX2; weights in
-              its panel order read in place: HJ_LINEAR_PANELS) emitters, one arena per
-              executable, thread pool. Fusions without an emitter (sort, scatter,
-              reduce-window, non-f32 dots) run on the evaluator inside the compiled program
+              dynamic-update-slice and matmul (f32, and f32 x bf16 weights widened as
+              loaded; packed, AVX-512/AVX2; weights in its panel order read in place:
+              HJ_LINEAR_PANELS) emitters, one arena per executable, thread pool. Fusions
+              without an emitter (sort, scatter, reduce-window, dots other than f32 and
+              f32 x bf16 -> f32) run on the evaluator inside the compiled program
               (hj_exec_stats counts them);
               donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
               caches), buffers over caller memory and mapped files, names and bound inputs,
