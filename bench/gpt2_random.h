@@ -4,7 +4,7 @@
 
    float *gpt2_random_weights(gpt2_weights *w, gpt2_layer *layers, gpt2_config cfg,
                               double scale, uint32_t seed);
-   fills |w| (its layers in |layers|, cfg.L of them) with views into one malloc'd block of
+   fills |w| (its layers in |layers|, cfg.L of them) with views into one 64-byte aligned block of
    every parameter in llm.c's order and layout ((out, in) matrices), which it returns (free
    it after the weights' last use; NULL: out of memory). Values are uniform from an LCG:
    layer-norm weights 1 +- 0.1, biases +- 0.02, and the matrices at GPT-2-like scales
@@ -34,7 +34,11 @@ static float *gpt2_random_weights(gpt2_weights *w, gpt2_layer *layers, gpt2_conf
                                   uint32_t seed) {
   const int64_t C = cfg.C;
   int64_t n = (int64_t)cfg.Vp * C + (int64_t)cfg.max_T * C + 2 * C + (int64_t)cfg.L * (12 * C * C + 13 * C);
-  float *params = malloc(sizeof *params * (size_t)n), *p = params;
+  /* 64-byte aligned, as every tensor of an llm.c file with C a multiple of 16 is in its
+     mapping (the session reads vectors and embedding tables in place, session.h WEIGHTS);
+     4 KiB pages, as a file mapping has */
+  size_t bytes = (sizeof(float) * (size_t)n + 63) & ~(size_t)63;
+  float *params = aligned_alloc(64, bytes), *p = params;
   if (!params) return NULL;
   uint32_t r = seed;
   double s = scale;

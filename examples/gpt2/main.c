@@ -61,7 +61,8 @@ static const char USAGE[] =
     "  --print-ids          print the generated ids (comma-separated) instead of text\n"
     "  --verify DIR         write every step's embeddings, residuals and logits as .npy\n"
     "                       (the layout of tests/reference/gpt2.py's verify folders)\n"
-    "  --stats              one line at the end: compiles, cache hits, tokens/s\n"
+    "  --stats              one line at the end: compiles, cache hits, tokens/s, weight\n"
+    "                       bytes used over the file's mapping and copied\n"
     "  --vocab DIR          encoder.json + vocab.bpe (default: beside the model, else GPT-2's)\n"
     "  --layers-per-graph N blocks per compiled graph (default 1; 0: the whole model)\n"
     "  --layouts L          kernel (default): each matrix in the layout the CPU kernels\n"
@@ -70,8 +71,8 @@ static const char USAGE[] =
     "                       stores them\n"
     "  --no-eot             do not stop at <|endoftext|>\n"
     "  --no-jit             prefill without hlojit's tracing JIT (one compile per bucket)\n"
-    "  --zero-copy          weights kept in the file's layout are not copied (less memory,\n"
-    "                       slower: the mapping has no huge pages)\n"
+    "  --zero-copy          the matrices kept in the file's layout are not copied either\n"
+    "                       (less memory, slower: the mapping has no huge pages)\n"
     "  --f32-weights        widen a bf16 checkpoint's matrices to f32 (by default the CPU\n"
     "                       backend keeps them bf16: half the memory and bytes per token,\n"
     "                       the same results)\n"
@@ -481,11 +482,12 @@ int main(int argc, char **argv) {
     gpt2_session_get_stats(s, &st);
     fprintf(stderr,
             "stats: compiles=%d mem_hits=%d disk_hits=%d prefill_tok_s=%.1f decode_tok_s=%.1f "
-            "compile_s=%.2f backend=%s\n",
+            "compile_s=%.2f backend=%s weights_mapped_bytes=%lld weights_copied_bytes=%lld\n",
             st.compiles, st.mem_hits, st.disk_hits,
             st.prefill_s > 0 ? (double)st.prefill_tokens / st.prefill_s : 0.0,
             st.decode_s > 0 ? (double)st.decode_tokens / st.decode_s : 0.0, st.compile_s,
-            backend_name(st.backend));
+            backend_name(st.backend), (long long)st.weights_mapped_bytes,
+            (long long)st.weights_copied_bytes);
   }
   rc = 0;
 done:

@@ -103,9 +103,10 @@ static inline float elem(const gpt2_tensor *t, int64_t i) {
 
 /* A new buffer holding |t|, transposed if |transpose| (a matrix, in 64 x 64 tiles): f32, or
    bf16 when |t| is bf16 and |keep16|; *view describes it (|t| with the shape, layout and
-   element type of the buffer). */
+   element type of the buffer). With |map|, an f32 |t| kept as it is becomes a read-only
+   buffer over the loader's mapping instead of a copy (WEIGHTS). */
 static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, bool keep16,
-                         gpt2_tensor *view, hj_buffer_t **out, gpt2_err *err) {
+                         bool map, gpt2_tensor *view, hj_buffer_t **out, gpt2_err *err) {
   const int64_t R = t->shape[0], C = t->ndim == 2 ? t->shape[1] : 1;
   transpose = transpose && t->ndim == 2;
   hj_shape_t sh = t->ndim == 1 ? HJ_SHAPE(R) : transpose ? HJ_SHAPE(C, R) : HJ_SHAPE(R, C);
@@ -119,6 +120,7 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, 
       return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
     uint16_t *d = hj_buffer_host_ptr(*out);
     const uint16_t *h = t->data;
+    s->stats.weights_copied_bytes += (int64_t)sizeof *d * R * C;
     if (!transpose) memcpy(d, h, sizeof *d * (size_t)(R * C));
     else
       for (int64_t i0 = 0; i0 < R; i0 += 64)
@@ -128,15 +130,17 @@ static int tensor_buffer(gpt2_session *s, const gpt2_tensor *t, bool transpose, 
     return 0;
   }
   view->dtype = GPT2_F32;
-  if (!transpose && t->dtype == GPT2_F32 && s->o.zero_copy) { // the loader's view, read-only
+  if (!transpose && t->dtype == GPT2_F32 && map) { // the loader's view, read-only
     if (hj_buffer_wrap(s->ctx, HJ_F32, sh, (void *)t->data, sizeof(float) * (size_t)(R * C),
                        HJ_BUFFER_READ_ONLY, NULL, NULL, out))
       return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+    s->stats.weights_mapped_bytes += (int64_t)sizeof(float) * R * C;
     return 0;
   }
   if (hj_buffer_create(s->ctx, HJ_F32, sh, out))
     return gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
   float *d = hj_buffer_host_ptr(*out);
+  s->stats.weights_copied_bytes += (int64_t)sizeof *d * R * C;
   if (!transpose && t->dtype == GPT2_F32) {
     memcpy(d, t->data, sizeof *d * (size_t)(R * C));
   } else if (!transpose) {
@@ -176,6 +180,8 @@ static int panel_buffer(gpt2_session *s, const gpt2_tensor *t, bool keep16, gpt2
       (b16 ? hj_linear_pack_bf16(s->ctx, t->data, lay, in, n_out, kc, nr, hj_buffer_host_ptr(*out))
            : hj_linear_pack(s->ctx, src, lay, in, n_out, kc, nr, hj_buffer_host_ptr(*out))))
     rc = gpt2_errf(err, "weight %s: %s", t->name, hj_ctx_error(s->ctx));
+  else
+    s->stats.weights_copied_bytes += (b16 ? 2 : 4) * in * n_out;
   free(wide);
   *view = *t;
   view->dtype = b16 ? GPT2_BF16 : GPT2_F32;
@@ -192,7 +198,7 @@ static int lm_head_buffer(gpt2_session *s, bool keep16, gpt2_tensor *lm, gpt2_er
   wte.layout = GPT2_OUT_IN;
   int rc = s->panels ? panel_buffer(s, &wte, keep16, lm, &s->lm_head, err) : 1;
   if (rc == 0) s->lm_head_panel[0] = lm->panel[0], s->lm_head_panel[1] = lm->panel[1];
-  return rc < 0 ? -1 : rc > 0 ? tensor_buffer(s, &s->w->wte, true, keep16, lm, &s->lm_head, err) : 0;
+  return rc < 0 ? -1 : rc > 0 ? tensor_buffer(s, &s->w->wte, true, keep16, false, lm, &s->lm_head, err) : 0;
 }
 
 /* With kernel_layouts, the layout block matrix |i| (gpt2_layer's order) is kept in. */
@@ -219,6 +225,19 @@ static bool runs_on_cpu(gpt2_session *s) {
   return cpu;
 }
 
+/* Is |t| used over the loader's mapping (WEIGHTS)? With zero_copy, every f32 tensor kept
+   in the file's layout is. Otherwise only on the CPU backend (the CUDA backend would stage
+   a host buffer through device memory on every run), only a tensor no matmul streams
+   (|streamed| false: the embedding tables, of which a step reads a few rows, and the
+   vectors), and only where it starts on a cache line, as a copy would: vectors 16 bytes
+   past one cost GPT-2 124M's prefill of 256 tokens 6% at 2 threads (bench_gpt2, 3 runs
+   each way, alternated: 255-270 ms against 239-250 copied; 64-byte aligned, 236-265 against
+   244-255). An llm.c file's tensors are aligned so when C is a multiple of 16; in a
+   safetensors file that depends on where its header ends. */
+static bool use_mapping(const gpt2_session *s, const gpt2_tensor *t, bool streamed, bool cpu) {
+  return s->o.zero_copy || (cpu && !streamed && (uintptr_t)t->data % 64 == 0);
+}
+
 static int load_weights(gpt2_session *s, gpt2_err *err) {
   const gpt2_weights *w = s->w;
   const int L = s->cfg.L;
@@ -232,10 +251,15 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   const bool any16 = w->wte.dtype == GPT2_BF16 || (L > 0 && w->layer[0].qkvw.dtype == GPT2_BF16);
   const bool cpu = runs_on_cpu(s), k16 = s->o.keep_bf16 && any16 && cpu;
   s->panels = s->o.kernel_layouts && s->o.panels && !s->o.zero_copy && cpu;
-  if (tensor_buffer(s, &w->wte, false, false, &s->wv.wte, &s->wte, err) ||
-      tensor_buffer(s, &w->wpe, false, false, &s->wv.wpe, &s->wpe, err) ||
-      tensor_buffer(s, &w->lnfw, false, false, &s->wv.lnfw, &s->lnfw, err) ||
-      tensor_buffer(s, &w->lnfb, false, false, &s->wv.lnfb, &s->lnfb, err) ||
+  const bool head_reads_wte = !s->o.kernel_layouts; // else the head has its own copy
+  if (tensor_buffer(s, &w->wte, false, false, use_mapping(s, &w->wte, head_reads_wte, cpu),
+                    &s->wv.wte, &s->wte, err) ||
+      tensor_buffer(s, &w->wpe, false, false, use_mapping(s, &w->wpe, false, cpu), &s->wv.wpe,
+                    &s->wpe, err) ||
+      tensor_buffer(s, &w->lnfw, false, false, use_mapping(s, &w->lnfw, false, cpu),
+                    &s->wv.lnfw, &s->lnfw, err) ||
+      tensor_buffer(s, &w->lnfb, false, false, use_mapping(s, &w->lnfb, false, cpu),
+                    &s->wv.lnfb, &s->lnfb, err) ||
       (s->o.kernel_layouts && lm_head_buffer(s, k16, &lm, err)))
     return -1;
   s->lm_head_bf16 = s->lm_head && lm.dtype == GPT2_BF16;
@@ -253,7 +277,9 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
       bool mat = t[i]->layout != GPT2_VECTOR;
       hj_buffer_t **b = &s->lw[l * GPT2_LAYER_PARAMS + i];
       int rc = s->panels && mat ? panel_buffer(s, t[i], k16, tv[i], b, err) : 1;
-      if (rc < 0 || (rc > 0 && tensor_buffer(s, t[i], tr, k16 && mat, tv[i], b, err))) return -1;
+      if (rc < 0 || (rc > 0 && tensor_buffer(s, t[i], tr, k16 && mat, use_mapping(s, t[i], mat, cpu),
+                                             tv[i], b, err)))
+        return -1;
     }
   }
   return 0;

@@ -48,15 +48,24 @@
    vectors, wpe, and wte for the embedding's gather. GPT-2 124M, bench_gpt2, one run on a
    2-core Zen 4: decode 8.2 ms a step against 15.5 with f32 weights on 1 thread (2
    threads: 5.2 / 9.7); prefill T = 64 106 / 111 ms.
-   With |zero_copy|, every f32 tensor kept in the file's layout is
-   instead a read-only hj_buffer_wrap over the loader's mapping: no copy and no memory
+   On the CPU backend, the f32 tensors that stay in the file's layout and that no matmul
+   streams (wte when the head has its own copy, as with kernel_layouts, wpe, and the
+   vectors) are not copied but read-only hj_buffer_wraps over the loader's mapping, where
+   they start on a cache line (session.c, use_mapping): the embedding's gather reads a few
+   rows of each table a step, and the vectors are small, so 4 KiB pages cost them nothing
+   (GPT-2 124M llm.c f32: 158 MB mapped, 494 MB copied, peak RSS 1.04 GB against 1.21;
+   bench_gpt2 at 2 threads, 3 runs each way alternated, prefill T = 64 60-65 ms against
+   62-63 copied, T = 256 236-265 against 244-255). Not on the CUDA backend, which would
+   stage a host buffer through device memory on every run. --stats prints the two byte
+   counts. With |zero_copy|, every f32 tensor kept in the file's layout is
+   such a view: no copy and no memory
    beyond the page cache, but slower: GPT-2 124M decode, one thread, both settings in one
    process taking turns, all matrices as stored: 41.5 and 59.1 ms a step over the mapping
    against 33.2 and 44.3 ms over copies (two runs); with the kernel layouts (where only
    wte, wpe, fcprojw and the vectors can be mapped) 25.7 / 33.1 against 24.0 / 23.5 ms.
    The mapping's 4 KiB pages cost the matrix kernels TLB misses that the copies' 2 MiB
-   pages avoid; so copies are the default, and zero_copy is for a machine short of
-   memory.
+   pages avoid; so the matrices are copied by default, and zero_copy is for a machine short
+   of memory.
 
    LAYOUTS. Each matrix may run as x @ W with W (in, out) or as x @ W^T with W (out, in);
    the CPU backend has an M = 1 (decode) kernel for each. With |kernel_layouts| (the
@@ -118,8 +127,9 @@ typedef struct gpt2_session_opts {
                               plain kernel layouts */
   bool prefill_jit;        /* default true: prefill through hlojit's tracing JIT (BUCKETS);
                               false: one hj_compile per bucket, ids padded here */
-  bool zero_copy;          /* default false; true: f32 tensors kept in the file's layout
-                              are read-only buffers over the loader's mapping (WEIGHTS) */
+  bool zero_copy;          /* default false: only the tensors no matmul streams are used
+                              over the loader's mapping, on the CPU backend; true: every
+                              f32 tensor kept in the file's layout (WEIGHTS) */
   bool keep_bf16;          /* default true: on the CPU backend (HJ_BACKEND_CPU, or AUTO when
                               it resolves to the CPU), a bf16 checkpoint's matrices stay
                               bf16 (WEIGHTS); false: widened to f32 */
@@ -160,6 +170,8 @@ typedef struct gpt2_session_stats {
   int64_t prefill_tokens, decode_tokens;
   hj_backend_t backend; /* of the last executable compiled */
   int cache_entries;    /* positions the KV cache has room for now (its bucket; 0: none) */
+  int64_t weights_mapped_bytes; /* weight bytes used over the loader's mapping (WEIGHTS) */
+  int64_t weights_copied_bytes; /* weight bytes in buffers of the session's own */
 } gpt2_session_stats;
 void gpt2_session_get_stats(const gpt2_session *s, gpt2_session_stats *out);
 

@@ -13,12 +13,13 @@ llm.c f32, llm.c bf16 and Hugging Face safetensors. Variants: one block per grap
 default) and the whole model as one graph, 2 blocks per graph, the matrices in the
 session's kernel layouts (the default) and as the file stores them, prefill through the
 tracing JIT (the default; prompt lengths 1, 16, 17, 100, 128) and with one compile per
-bucket, weights copied (the default) and zero-copy over the mapping, the evaluator backend, 1
+bucket, matrices copied (the default) and zero-copy over the mapping, the evaluator backend, 1
 and 2 threads (bitwise equal), a generation that fills the context, one that grows the
 cache through buckets 64 -> 128 -> 256, and the 124M shape (a 500 MB random checkpoint in
 the test's temporary folder, about 10 s; HLOJIT_GPT2_124M=0 leaves it out).
 
-Also: the command line (flags, errors, --help, --stats, --print-ids, --prompt through the
+Also: which weights are used over the file's mapping and which are copied (--stats' byte
+counts), the command line (flags, errors, --help, --stats, --print-ids, --prompt through the
 tokenizer, stopping at <|endoftext|>, seeded sampling), hlojit's disk cache across two
 processes (every other run has it off, HLOJIT_CACHE_DIR=off) and broken files and vocabularies
 through build/asan/gpt2 (ASan + UBSan): exit status 1, a message naming the file, no
@@ -306,6 +307,53 @@ def test_stats_and_text_output(models):
     assert int(m.group(1)) == 6, "embedding, block and head graphs, for prefill and decode"
     assert "printing ids" in r.stderr  # V = 500: no vocabulary fits
     assert r.stdout.strip().startswith(PROMPT + ",")
+
+
+def safetensors_mappable(path):
+    """Bytes of the tensors the session maps from |path| by default: the embedding tables
+    and the vectors (no matmul streams them) that start on a 64-byte boundary of the file
+    (so of its page-aligned mapping)."""
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    total = 0
+    for name, e in json.loads(raw[8:8 + n]).items():
+        if name == "__metadata__":
+            continue
+        lo, hi = e["data_offsets"]
+        gathered = name.endswith(("wte.weight", "wpe.weight")) or len(e["shape"]) == 1
+        total += (hi - lo) if gathered and (8 + n + lo) % 64 == 0 else 0
+    return total
+
+
+def test_weights_mapped(models):
+    """What the session reads over the file's mapping and what it copies (session.h, WEIGHTS):
+    on the CPU by default the tensors no matmul streams (wte, which the head reads through a
+    copy of its own, wpe and the vectors); with the head reading wte itself, all but wte;
+    with --zero-copy and the file's layouts, everything; nothing on the evaluator, nor from
+    a bf16 file (widened, or kept bf16 in buffers of its own). Only a tensor that starts on
+    a 64-byte boundary is mapped by default: in safetensors, which need not be, the
+    expectation comes from the file's own header."""
+    L, C, Vp, T = SMALL["L"], SMALL["C"], SMALL["Vp"], SMALL["maxT"]
+    wte, wpe, vec, mat = 4 * Vp * C, 4 * T * C, 4 * (L * 13 * C + 2 * C), 4 * L * 12 * C * C
+    wte_hf = 4 * SMALL["V"] * C   # safetensors holds V rows, llm.c pads to Vp
+    want = {
+        ("llmc", "--layouts", "kernel"): (wte + wpe + vec, mat + wte),   # + the head's copy
+        ("llmc", "--layouts", "stored"): (wpe + vec, mat + wte),
+        ("hf", "--zero-copy", "--layouts", "stored"): (wte_hf + wpe + vec + mat, 0),
+        ("llmc", "--backend", "interp"): (0, wte + wpe + vec + mat + wte),
+        ("bf16", "--layouts", "kernel"): (0, None),
+        ("hf", "--layouts", "kernel"): (safetensors_mappable(models["hf"] / "model.safetensors"), None),
+    }
+    for (kind, *args), (mapped, copied) in want.items():
+        backend = [] if "--backend" in args else ["--backend", "cpu"]
+        r = run(GPT2, ["--model", models[kind], "--ids", PROMPT, "--tokens", 1, "--greedy",
+                       "--stats"] + backend + args)
+        assert r.returncode == 0, r.stderr
+        m = re.search(r"weights_mapped_bytes=(\d+) weights_copied_bytes=(\d+)", r.stderr)
+        assert m, r.stderr
+        got = int(m.group(1)), int(m.group(2))
+        assert got[0] == mapped and copied in (None, got[1]), (kind, args, got, (mapped, copied))
+        report(f"weights {kind} {' '.join(args)}: {got[0]} bytes mapped, {got[1]} copied")
 
 
 def test_disk_cache(models, tmp_path):
