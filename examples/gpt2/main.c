@@ -8,8 +8,9 @@
           [--help]
 
    The model is an llm.c checkpoint or a Hugging Face model.safetensors (a directory means
-   DIR/model.safetensors; config.json beside it). The vocabulary (encoder.json + vocab.bpe)
-   is --vocab DIR, else the model's own directory if it has them, else GPT-2's (the
+   DIR/model.safetensors; config.json beside it). The vocabulary (encoder.json + vocab.bpe,
+   or Hugging Face's names for the same two files, vocab.json + merges.txt) is --vocab DIR,
+   else the model's own directory if it has them, else GPT-2's (the
    repository's examples/gpt2/data/gpt2-bpe); it is used only if its size is the model's V.
    Without a vocabulary --prompt is refused and the output is ids.
 
@@ -63,7 +64,8 @@ static const char USAGE[] =
     "                       (the layout of tests/reference/gpt2.py's verify folders)\n"
     "  --stats              one line at the end: compiles, cache hits, tokens/s, weight\n"
     "                       bytes used over the file's mapping and copied\n"
-    "  --vocab DIR          encoder.json + vocab.bpe (default: beside the model, else GPT-2's)\n"
+    "  --vocab DIR          encoder.json + vocab.bpe, or Hugging Face's vocab.json +\n"
+    "                       merges.txt (default: beside the model, else GPT-2's)\n"
     "  --layers-per-graph N blocks per compiled graph (default 1; 0: the whole model)\n"
     "  --layouts L          kernel (default): each matrix in the layout the CPU kernels\n"
     "                       read fastest (on the CPU, the matmul's panel order); plain:\n"
@@ -233,13 +235,19 @@ static void dir_of(const char *path, char *dir, size_t n) {
   else snprintf(dir, n, "%.*s", (int)(slash - path), path);
 }
 
-/* Loads the vocabulary from |dir| if it holds both files: 1 loaded, 0 absent, -1 error. */
+/* Loads the vocabulary from |dir| if it holds both files of a pair, OpenAI's names first,
+   then Hugging Face's (the same two formats: a snapshot of a GPT-2 model on the Hub has
+   vocab.json + merges.txt beside config.json): 1 loaded, 0 absent, -1 error. */
 static int try_vocab(const char *dir, gpt2_bpe **bpe, gpt2_err *err) {
-  char enc[4096], merges[4096];
-  snprintf(enc, sizeof enc, "%s/encoder.json", dir);
-  snprintf(merges, sizeof merges, "%s/vocab.bpe", dir);
-  if (!is_file(enc) || !is_file(merges)) return 0;
-  return gpt2_bpe_load(enc, merges, bpe, err) ? -1 : 1;
+  static const char *const names[2][2] = {{"encoder.json", "vocab.bpe"},
+                                          {"vocab.json", "merges.txt"}};
+  for (int i = 0; i < 2; i++) {
+    char enc[4096], merges[4096];
+    snprintf(enc, sizeof enc, "%s/%s", dir, names[i][0]);
+    snprintf(merges, sizeof merges, "%s/%s", dir, names[i][1]);
+    if (is_file(enc) && is_file(merges)) return gpt2_bpe_load(enc, merges, bpe, err) ? -1 : 1;
+  }
+  return 0;
 }
 
 /* The vocabulary for a model of |V| ids (see the head comment); *bpe NULL: none fits, and
@@ -250,7 +258,9 @@ static int find_vocab(const args *a, const char *model_dir, int V, gpt2_bpe **bp
   const char *dirs[2] = {model_dir, GPT2_VOCAB_DIR};
   if (a->vocab) {
     int r = try_vocab(a->vocab, bpe, err);
-    if (r == 0) return gpt2_errf(err, "--vocab %s: no encoder.json and vocab.bpe there", a->vocab);
+    if (r == 0)
+      return gpt2_errf(err, "--vocab %s: no encoder.json + vocab.bpe (or vocab.json + "
+                       "merges.txt) there", a->vocab);
     if (r < 0) return -1;
     if (gpt2_bpe_vocab_size(*bpe) != V) {
       gpt2_errf(err, "--vocab %s: %d ids, but the model has V = %d", a->vocab,
@@ -261,8 +271,8 @@ static int find_vocab(const args *a, const char *model_dir, int V, gpt2_bpe **bp
     }
     return 0;
   }
-  snprintf(why, nwhy, "no encoder.json + vocab.bpe of %d ids beside the model or in %s", V,
-           GPT2_VOCAB_DIR);
+  snprintf(why, nwhy, "no encoder.json + vocab.bpe (or vocab.json + merges.txt) of %d ids "
+           "beside the model or in %s", V, GPT2_VOCAB_DIR);
   for (int i = 0; i < 2; i++) {
     gpt2_err e2;
     int r = try_vocab(dirs[i], bpe, &e2);

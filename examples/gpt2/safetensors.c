@@ -2,6 +2,7 @@
    config.json beside it (format and names in weights.h).
 
    Order of checks, each before anything depends on it:
+     0. The file is a non-empty regular file (gpt2_w_map).
      1. config.json: the five dims, as positive integers (cJSON parses it).
      2. The 8-byte header length fits in the file; the header is one JSON object with only
         whitespace after it (safetensors pads with spaces).
@@ -314,11 +315,16 @@ int gpt2_weights_load_safetensors(const char *path, const char *config_json,
       return gpt2_errf(err, "%s: path too long", path);
     config_json = cfg_path;
   }
-  gpt2_config c;
-  if (read_config(config_json, &c, err)) return -1;
+  /* The file first: a missing, empty or non-regular model is named as such, not as a
+     missing config.json. */
   void *map;
   size_t size;
   if (gpt2_w_map(path, &map, &size, err)) return -1;
+  gpt2_config c;
+  if (read_config(config_json, &c, err)) {
+    gpt2_w_unmap(map, size);
+    return -1;
+  }
   gpt2_weights *w = NULL;
   if (gpt2_w_new(c.L, map, size, &w, err)) return -1;
   w->cfg = c;

@@ -397,6 +397,31 @@ def test_prompt_text(vocab_model):
     assert t.stdout.rstrip("\n") == enc.decode(ids + ids_of(a))
 
 
+def test_hugging_face_vocab_names(tmp_path):
+    """A Hub snapshot holds the vocabulary as vocab.json + merges.txt beside config.json: the
+    bundled Shakespeare vocabulary (V = 2000, not GPT-2's, so no fallback can stand in for
+    it) under those names tokenizes a prompt as the same files under OpenAI's names do."""
+    cfg = dict(L=1, NH=2, C=32, V=2000, Vp=2048, maxT=64)
+    m = write_model(tmp_path, "shk", cfg, 4, ("hf",))["hf"]
+    base = ["--model", m, "--prompt", "ROMEO:\nWhat light", "--tokens", 3, "--greedy",
+            "--backend", "interp", "--print-ids"]
+    r = run(GPT2, base)
+    assert r.returncode == 1 and "--prompt needs a vocabulary" in r.stderr, r.stderr
+    assert "vocab.json + merges.txt" in r.stderr, r.stderr
+    want = run(GPT2, base + ["--vocab", BUNDLED])
+    assert want.returncode == 0, want.stderr
+    (m / "vocab.json").write_bytes((BUNDLED / "encoder.json").read_bytes())
+    (m / "merges.txt").write_bytes((BUNDLED / "vocab.bpe").read_bytes())
+    got = run(GPT2, base)
+    assert got.returncode == 0, got.stderr
+    assert ids_of(got) == ids_of(want)
+    hf_dir = tmp_path / "only_hf_names"
+    hf_dir.mkdir()
+    for f in ("vocab.json", "merges.txt"):
+        (hf_dir / f).write_bytes((m / f).read_bytes())
+    assert ids_of(run(GPT2, base + ["--vocab", hf_dir])) == ids_of(want)
+
+
 def test_stops_at_eot(tmp_path):
     """ln_f's weight 0 and bias along wte[V-1]: every logit row prefers V - 1 (EOT)."""
     cfg = dict(SMALL)
@@ -501,6 +526,11 @@ def bad_cases(d, cfg, p):
     empty_dir = d / "empty_dir"
     empty_dir.mkdir()
     cases.append(("empty_dir", empty_dir, [], ["model.safetensors"]))
+    # Not llm.c's magic, not .bin: read as safetensors, but the file is named before any
+    # missing config.json.
+    cases.append(("not_regular", pathlib.Path("/dev/null"), [], ["not a regular file"]))
+    (d / "empty.safetensors").write_bytes(b"")
+    cases.append(("empty_st", d / "empty.safetensors", [], ["empty file"]))
 
     tensors = gen.hf_tensors(cfg, p)
     entries, data = gen.st_entries(tensors)
