@@ -235,8 +235,10 @@ typedef struct hj_allocator {
 
 typedef struct hj_ctx_options {
   hj_backend_t backend;     /* default HJ_BACKEND_AUTO */
-  int num_threads;          /* 0: all cores. Idle workers spin up to 0.2 ms after a job
-                               before sleeping (not when num_threads > cores) */
+  int num_threads;          /* 0: all cores (those of the process's CPU affinity mask:
+                               taskset, a container's cpuset). Idle workers spin up to
+                               0.2 ms after a job before sleeping (not when num_threads >
+                               cores) */
   hj_allocator_t allocator; /* all NULL: malloc/free */
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);

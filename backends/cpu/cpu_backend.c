@@ -21,7 +21,7 @@
    overlap.
 
    Per context (ctx_create, made on the first CPU compile): one cpu_jit and one thread pool
-   of options.num_threads threads (0: every core). */
+   of options.num_threads threads (0: every core of the affinity mask). */
 #include "cpu_jit.h"
 #include "cpu_code_cache.h"
 #include "threadpool.h"

@@ -21,6 +21,7 @@
    [0,3), workers 1..3 the others. n = 10, grain = 4 -> 2 chunks [0,5) [5,10). */
 #include "threadpool.h"
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -142,18 +143,33 @@ static void *tp_worker_main(void *arg) {
   return NULL;
 }
 
+/* The raw system call rather than glibc's sched_getaffinity: that one needs _GNU_SOURCE
+   before the first system header, which the single-header build cannot promise. It
+   returns the bytes of the mask it wrote (a kernel with more than 4096 CPUs: EINVAL, and
+   the online count stands in). */
+int tp_cores(void) {
+#ifdef SYS_sched_getaffinity
+  unsigned long mask[4096 / (8 * sizeof(unsigned long))];
+  long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  if (bytes > 0) {
+    int n = 0;
+    for (size_t i = 0; i < (size_t)bytes / sizeof mask[0]; i++) n += __builtin_popcountl(mask[i]);
+    if (n > 0) return n;
+  }
+#endif
+  long c = sysconf(_SC_NPROCESSORS_ONLN);
+  return c > 0 ? (int)c : 1;
+}
+
 hj_status tp_create(int nthreads, tp_pool **out) {
   if (!out) return HJ_ERR_INVALID_ARG;
   *out = NULL;
-  if (nthreads <= 0) {
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    nthreads = c > 0 ? (int)c : 1;
-  }
+  int cores = tp_cores();
+  if (nthreads <= 0) nthreads = cores;
   tp_pool *p = calloc(1, sizeof *p);
   if (!p) return HJ_ERR_OOM;
   p->nthreads = nthreads;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  p->spin_ns = cores > 0 && nthreads > cores ? 0 : TP_SPIN_NS;
+  p->spin_ns = nthreads > cores ? 0 : TP_SPIN_NS;
   pthread_mutex_init(&p->submit, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->work, NULL);

@@ -16,8 +16,12 @@
 typedef struct tp_pool tp_pool;
 typedef void (*tp_fn)(void *user, int64_t begin, int64_t end);
 
+/* The cores this process may run on: its CPU affinity mask (taskset, a container's
+   cpuset), else the online cores. */
+int tp_cores(void);
+
 /* Starts a pool of |nthreads| threads counting the caller (nthreads - 1 workers);
-   0 or less: one per online core (sysconf). *out is NULL on failure
+   0 or less: tp_cores(). *out is NULL on failure
    (HJ_ERR_OOM, or HJ_ERR_BACKEND when pthread_create fails). Free with tp_destroy. */
 hj_status tp_create(int nthreads, tp_pool **out);
 void tp_destroy(tp_pool *p); /* joins the workers; NULL is fine */

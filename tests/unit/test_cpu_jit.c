@@ -8,7 +8,12 @@
    path gives HJ_ERR_BACKEND with LLVM's message; dumps land in the dump directory; code can
    be removed. The first test prints the compile latency.
    Pool: a 10M-element integer sum with 1, 2 and 4 threads gives the same exact total and
-   visits each index once; chunk bounds, nesting and many small jobs. */
+   visits each index once; chunk bounds, nesting and many small jobs; a default pool has
+   one thread per core of the affinity mask. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include <sched.h>
 #include "testutil.h"
 
 #if !__has_include(<llvm-c/Core.h>)
@@ -409,7 +414,21 @@ static void tj_count(void *user, int64_t b, int64_t e) { atomic_fetch_add((_Atom
 static void test_pool_edges(void **state) {
   tp_pool *p = NULL;
   assert_int_equal(tp_create(0, &p), HJ_OK);
-  assert_int_equal(tp_size(p), (int)sysconf(_SC_NPROCESSORS_ONLN));
+  assert_int_equal(tp_size(p), tp_cores());
+  tp_destroy(p);
+  /* The cores are the affinity mask's (taskset, a container's cpuset), not the machine's. */
+  cpu_set_t set, one;
+  assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+  assert_int_equal(tp_cores(), CPU_COUNT(&set));
+  int first = 0;
+  while (!CPU_ISSET(first, &set)) first++;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+  assert_int_equal(tp_cores(), 1);
+  assert_int_equal(tp_create(0, &p), HJ_OK);
+  assert_int_equal(tp_size(p), 1);
+  assert_int_equal(sched_setaffinity(0, sizeof set, &set), 0);
   tp_destroy(p);
 
   assert_int_equal(tp_create(4, &p), HJ_OK);
