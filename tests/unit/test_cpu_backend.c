@@ -26,9 +26,14 @@ static void test_clone_prints_the_same(void **state) {
   char jax[1024];
   snprintf(jax, sizeof jax, "%s/fixtures/jax", tu_data_dir());
   const char *dirs[] = { cb_corpus_dir(), jax };
-  int n = 0;
+  const int min_modules[] = { 40, 30 };   /* 56 and 38 today */
   for (int d = 0; d < 2; d++) {
     char **files = cb_list(dirs[d]);
+    if (!files && d == 0) {
+      print_message("corpus part skipped: no HLO corpus at %s\n", dirs[d]);
+      continue;
+    }
+    int n = 0;
     for (ptrdiff_t i = 0; i < arrlen(files); i++) {
       hj_module_t *m = NULL;
       if (hj_module_parse_file(ctx, files[i], &m) != HJ_OK) continue;
@@ -45,9 +50,12 @@ static void test_clone_prints_the_same(void **state) {
       n++;
     }
     cb_free_list(files);
+    print_message("cloned %d modules of %s\n", n, dirs[d]);
+    if (n < min_modules[d]) {
+      hj_ctx_destroy(ctx);
+      fail_msg("only %d modules of %s cloned (expected at least %d)", n, dirs[d], min_modules[d]);
+    }
   }
-  print_message("cloned %d modules\n", n);
-  assert_true(n >= 40);
   hj_ctx_destroy(ctx);
 }
 
