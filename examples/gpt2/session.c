@@ -238,6 +238,14 @@ static bool use_mapping(const gpt2_session *s, const gpt2_tensor *t, bool stream
   return s->o.zero_copy || (cpu && !streamed && (uintptr_t)t->data % 64 == 0);
 }
 
+/* |t| went into buffer |b|: unless |b| reads it in place, its pages leave the resident set
+   (gpt2_weights_release; WEIGHTS). |gathered|: |b| does read it in place, but only a few
+   rows a step (the embedding's wte on the CPU), which fault back in as they are read. */
+static void release_source(const gpt2_session *s, const gpt2_tensor *t, hj_buffer_t *b,
+                           bool gathered) {
+  if (gathered || hj_buffer_host_ptr(b) != t->data) gpt2_weights_release(s->w, t);
+}
+
 static int load_weights(gpt2_session *s, gpt2_err *err) {
   const gpt2_weights *w = s->w;
   const int L = s->cfg.L;
@@ -263,6 +271,10 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
       (s->o.kernel_layouts && lm_head_buffer(s, k16, &lm, err)))
     return -1;
   s->lm_head_bf16 = s->lm_head && lm.dtype == GPT2_BF16;
+  release_source(s, &w->wte, s->wte, cpu && !head_reads_wte && !s->o.zero_copy);
+  release_source(s, &w->wpe, s->wpe, false);
+  release_source(s, &w->lnfw, s->lnfw, false);
+  release_source(s, &w->lnfb, s->lnfb, false);
   for (int l = 0; l < L; l++) {
     const gpt2_layer *y = &w->layer[l];
     gpt2_layer *v = &s->wv_layers[l];
@@ -280,6 +292,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
       if (rc < 0 || (rc > 0 && tensor_buffer(s, t[i], tr, k16 && mat, use_mapping(s, t[i], mat, cpu),
                                              tv[i], b, err)))
         return -1;
+      release_source(s, t[i], *b, false);
     }
   }
   return 0;

@@ -66,6 +66,12 @@
    The mapping's 4 KiB pages cost the matrix kernels TLB misses that the copies' 2 MiB
    pages avoid; so the matrices are copied by default, and zero_copy is for a machine short
    of memory.
+   Once a tensor is copied, its pages in the mapping leave the process's resident set
+   (gpt2_weights_release), and so do wte's when only the embedding's gather reads them in
+   place (the rows a step reads fault back in from the page cache): what stays resident is
+   the copies and the few mapped tensors. GPT-2 124M llm.c f32, 20 greedy tokens, code
+   from the disk cache: peak RSS 0.57 GB against 1.04 GB without the release (the whole
+   file stayed resident beside its copies), same ids, same tokens/s.
 
    LAYOUTS. Each matrix may run as x @ W with W (in, out) or as x @ W^T with W (out, in);
    the CPU backend has an M = 1 (decode) kernel for each. With |kernel_layouts| (the

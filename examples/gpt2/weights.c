@@ -292,6 +292,18 @@ int gpt2_weights_load(const char *path, gpt2_weights **out, gpt2_err *err) {
   return gpt2_weights_load_safetensors(path, NULL, out, err);
 }
 
+void gpt2_weights_release(const gpt2_weights *w, const gpt2_tensor *t) {
+  if (GPT2_W_HEAP || !w || !w->priv || !t || !t->data) return;
+  const char *map = w->priv->map, *b = t->data;
+  size_t bytes = gpt2_dtype_size(t->dtype) * (size_t)t->shape[0] *
+                 (size_t)(t->ndim == 2 ? t->shape[1] : 1);
+  if (b < map || b >= map + w->priv->size || bytes > (size_t)(map + w->priv->size - b))
+    return;   /* a copy of a misaligned tensor */
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)b + page - 1) / page * page, hi = ((uintptr_t)b + bytes) / page * page;
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);   /* advice: its failure changes nothing */
+}
+
 int gpt2_weights_count(const gpt2_weights *w) { return 4 + 12 * w->cfg.L; }
 
 const gpt2_tensor *gpt2_weights_get(const gpt2_weights *w, int i) {

@@ -105,6 +105,13 @@ int gpt2_weights_load_safetensors(const char *path, const char *config_json,
 /* Unmaps the file and frees everything; NULL is fine. */
 void gpt2_weights_free(gpt2_weights *w);
 
+/* Says that |t|'s bytes in the file's mapping will not be read again for a while (the
+   caller copied them): the whole pages inside the tensor leave the process's resident set
+   (madvise MADV_DONTNEED; the kernel keeps them in its page cache while memory allows).
+   The view stays valid: a later read faults the pages in from the file again, the same
+   bytes. Nothing happens for a tensor held in a copy or a file read into the heap. */
+void gpt2_weights_release(const gpt2_weights *w, const gpt2_tensor *t);
+
 /* For iteration (printing, checking): every tensor of |w| in llm.c's order (wte, wpe, then
    per kind all layers: ln1w[0..L-1], ln1b[...], ..., then lnfw, lnfb); 4 + 12 L of them.
    NULL for i out of range. */
