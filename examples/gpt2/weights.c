@@ -105,6 +105,7 @@ int gpt2_w_new(int L, void *map, size_t size, gpt2_weights **out, gpt2_err *err)
   p->map = map;
   p->size = size;
   w->priv = p;
+  w->release = gpt2_weights_release;
   w->layer = layer;
   w->cfg.L = L;
   *out = w;

@@ -92,6 +92,10 @@ typedef struct gpt2_weights {
   gpt2_tensor lnfw, lnfb; /* (C) */
   gpt2_layer *layer;      /* cfg.L of them */
   int n_copied;           /* tensors copied out of the mapping (misaligned data) */
+  /* gpt2_weights_release for loaded weights, NULL for weights made in memory: a caller
+     that only holds the struct (the session) calls it through here, without linking the
+     loaders. */
+  void (*release)(const struct gpt2_weights *w, const gpt2_tensor *t);
   struct gpt2_weights_priv *priv;
 } gpt2_weights;
 
