@@ -238,7 +238,8 @@ typedef struct hj_ctx_options {
   int num_threads;          /* 0: all cores (those of the process's CPU affinity mask:
                                taskset, a container's cpuset). Idle workers spin up to
                                0.2 ms after a job before sleeping (not when num_threads >
-                               cores) */
+                               cores); a thread waiting for a core does not hold up a
+                               kernel, the others run its share (same results) */
   hj_allocator_t allocator; /* all NULL: malloc/free */
   const char *dump_dir;     /* NULL: $HLOJIT_DUMP_TO, if set */
   bool no_fusion;           /* compiled backends: skip the fusion passes (one kernel per op);

@@ -1,30 +1,37 @@
-/* threadpool.c — persistent pthread pool with a statically chunked parallel-for
-   (interface and guarantees in threadpool.h).
+/* threadpool.c — persistent pthread pool with a parallel-for over fixed chunks, each thread
+   running its own and then any left unclaimed (interface and guarantees in threadpool.h).
 
    Protocol: one job at a time (|submit| held by the caller for the whole call). The caller
-   writes the job under |mu|, bumps |gen| and broadcasts |work|; worker k (1-based) wakes,
-   sees a new generation, runs chunk k if k < chunks, and the last of the c - 1 chunk
-   runners signals |done|. Workers without a chunk only note the generation, so |pending|
-   counts exactly the chunks still running; the next job cannot start before it reaches 0,
-   so a worker that oversleeps a generation it had no part in never misses one it had.
+   writes the job under |mu| (every chunk unclaimed, |pending| = the chunk count), bumps
+   |gen| and broadcasts |work|, then runs chunks itself. Every thread, the caller included,
+   claims chunks under |mu| until none is left: first its own (chunk k for thread k), then,
+   from the last one down, any that no thread has claimed yet. So a thread that is slow
+   to wake (its core busy with another process, or more threads than cores) does not hold
+   up the job: the others run its chunk. Which thread runs a chunk never changes the
+   chunk's bounds, so results stay the same bits (threadpool.h). The thread that finishes
+   the last chunk signals |done|. A worker reads the job's fields in the same critical
+   section as its claim, and the next job cannot start before |pending| reaches 0, so a
+   claim always belongs to the job whose fields it read.
 
    Waiting: a worker between jobs, and the caller waiting for the chunks, first spin for up
    to TP_SPIN_NS on the atomic |gen| / |pending| and only then sleep on the condition
    variable. Jobs come in bursts (one per matmul or kernel of an executable), and waking a
    sleeping thread costs tens of microseconds (more in a VM): as much as a whole 2 MB gemv
-   takes. Spinning is off when the pool has more threads than online cores, where a
-   spinning thread would only steal the core a chunk runner needs. The decrement of
-   |pending| happens outside |mu|, but the last runner takes |mu| before signalling, so a
-   caller that saw pending > 0 under |mu| is already waiting when the signal comes.
+   takes. Spinning is off when the pool has more threads than cores, where a spinning
+   thread would only steal the core a chunk runner needs. The decrement of |pending|
+   happens outside |mu|, but the last runner takes |mu| before signalling, so a caller that
+   saw pending > 0 under |mu| is already waiting when the signal comes.
 
    Example: n = 10, grain = 1, 4 threads -> chunks [0,3) [3,6) [6,8) [8,10); the caller runs
-   [0,3), workers 1..3 the others. n = 10, grain = 4 -> 2 chunks [0,5) [5,10). */
+   [0,3), workers 1..3 the others (one that has not woken by the time the caller is done
+   finds its chunk run). n = 10, grain = 4 -> 2 chunks [0,5) [5,10). */
 #include "threadpool.h"
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __SSE2__
@@ -49,7 +56,9 @@ struct tp_pool {
   void *user;
   int64_t n;
   int chunks;
-  atomic_int pending;      /* worker chunks of the current job not finished yet */
+  unsigned char *claimed;  /* [nthreads]: chunk k of the current job taken by a thread */
+  int unclaimed;           /* chunks of the current job nobody has taken */
+  atomic_int pending;      /* chunks of the current job not finished yet */
   int64_t spin_ns;         /* TP_SPIN_NS, or 0 when oversubscribed */
 };
 
@@ -108,6 +117,34 @@ static bool tp_all_done(tp_pool *p, uint64_t unused) {
   return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
 }
 
+/* Under |mu|: a chunk of the current job for thread |self| to run (its own if still free,
+   else the highest free one), marked taken; -1 when every chunk is taken. */
+static int tp_claim(tp_pool *p, int self) {
+  if (p->unclaimed == 0) return -1;
+  int k = self < p->chunks && !p->claimed[self] ? self : p->chunks - 1;
+  while (p->claimed[k]) k--;
+  p->claimed[k] = 1;
+  p->unclaimed--;
+  return k;
+}
+
+/* Runs chunk |k| of the job (fn, user, n) read under |mu|, which is held on entry and on
+   return (released while the chunk runs). */
+static void tp_run_chunk(tp_pool *p, int k) {
+  tp_fn fn = p->fn;
+  void *user = p->user;
+  int64_t b, e;
+  tp_chunk_range(p->n, p->chunks, k, &b, &e);
+  pthread_mutex_unlock(&p->mu);
+  fn(user, b, e);
+  if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done);
+  } else {
+    pthread_mutex_lock(&p->mu);
+  }
+}
+
 static void *tp_worker_main(void *arg) {
   tp_worker_arg a = *(tp_worker_arg *)arg;
   free(arg);
@@ -124,21 +161,10 @@ static void *tp_worker_main(void *arg) {
       break;
     }
     seen = atomic_load(&p->gen);
-    if (a.index >= p->chunks) {
-      pthread_mutex_unlock(&p->mu);
-      continue;
-    }
-    tp_fn fn = p->fn;
-    void *user = p->user;
-    int64_t b, e;
-    tp_chunk_range(p->n, p->chunks, a.index, &b, &e);
+    /* a new job may start while a chunk runs: its chunks are claimed on the next turn */
+    for (int k; atomic_load(&p->gen) == seen && (k = tp_claim(p, a.index)) >= 0;)
+      tp_run_chunk(p, k);
     pthread_mutex_unlock(&p->mu);
-    fn(user, b, e);
-    if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
-    }
   }
   return NULL;
 }
@@ -175,7 +201,8 @@ hj_status tp_create(int nthreads, tp_pool **out) {
   pthread_cond_init(&p->work, NULL);
   pthread_cond_init(&p->done, NULL);
   p->workers = calloc((size_t)nthreads, sizeof *p->workers);
-  if (!p->workers) {
+  p->claimed = calloc((size_t)nthreads, 1);
+  if (!p->workers || !p->claimed) {
     tp_destroy(p);
     return HJ_ERR_OOM;
   }
@@ -202,6 +229,7 @@ void tp_destroy(tp_pool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int k = 0; k < p->started; k++) pthread_join(p->workers[k], NULL);
   free(p->workers);
+  free(p->claimed);
   pthread_cond_destroy(&p->work);
   pthread_cond_destroy(&p->done);
   pthread_mutex_destroy(&p->mu);
@@ -222,16 +250,15 @@ void tp_parallel_for(tp_pool *p, int64_t n, int64_t grain, tp_fn fn, void *user)
   p->user = user;
   p->n = n;
   p->chunks = chunks;
-  atomic_store(&p->pending, chunks - 1);
+  memset(p->claimed, 0, (size_t)chunks);
+  p->unclaimed = chunks;
+  atomic_store(&p->pending, chunks);
   atomic_fetch_add(&p->gen, 1);
   pthread_cond_broadcast(&p->work);
-  pthread_mutex_unlock(&p->mu);
-
-  tp_current = p;
-  int64_t b, e;
-  tp_chunk_range(n, chunks, 0, &b, &e);
-  fn(user, b, e);
+  tp_current = p;   /* a parallel-for inside a chunk runs inline */
+  for (int k; (k = tp_claim(p, 0)) >= 0;) tp_run_chunk(p, k);
   tp_current = NULL;
+  pthread_mutex_unlock(&p->mu);
 
   if (!tp_spin(p, tp_all_done, 0)) {
     pthread_mutex_lock(&p->mu);

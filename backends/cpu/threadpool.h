@@ -1,10 +1,13 @@
-/* threadpool.h — a small persistent pthread pool with a blocking, statically chunked
-   parallel-for (CPU backend; kernels take (user, begin, end)).
+/* threadpool.h — a small persistent pthread pool with a blocking parallel-for over fixed
+   chunks (CPU backend; kernels take (user, begin, end)).
 
    tp_parallel_for(p, n, grain, fn, user) splits [0, n) into c = min(threads, max(1, n/grain))
    contiguous chunks of sizes differing by at most one; chunk k runs on thread k, the caller
-   being thread 0. The split depends only on (n, grain, thread count), never on timing, so a
-   kernel that writes each output from one chunk gives the same bits on every run.
+   being thread 0, unless thread k has not come for it by the time another thread is out of
+   work, which then runs it (a thread waiting for a core does not hold up the job). The
+   split depends only on (n, grain, thread count), never on timing, so a kernel that writes
+   each output from one chunk, and keeps any per-chunk state by chunk (tp_chunk_range), not
+   by thread, gives the same bits on every run.
    Idle workers, and the caller waiting for them, spin for up to 0.2 ms before sleeping on a
    condition variable (no spinning when the pool has more threads than cores). */
 #ifndef HLOJIT_THREADPOOL_H

@@ -9,7 +9,8 @@
    be removed. The first test prints the compile latency.
    Pool: a 10M-element integer sum with 1, 2 and 4 threads gives the same exact total and
    visits each index once; chunk bounds, nesting and many small jobs; a default pool has
-   one thread per core of the affinity mask. */
+   one thread per core of the affinity mask; eight threads on one core share out the
+   chunks of a thread that waits for the core. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -465,6 +466,56 @@ static void test_pool_edges(void **state) {
   tp_destroy(NULL);
 }
 
+/* Eight threads on one core: a thread waiting for the core does not hold up a job, the
+   others run its chunk (so some thread runs two chunks of one job), and every index is
+   still visited once. */
+typedef struct tj_steal { pthread_t runner[8]; _Atomic int64_t cnt; } tj_steal;
+static void tj_steal_chunk(void *user, int64_t b, int64_t e) {
+  tj_steal *s = user;
+  s->runner[b] = pthread_self();   /* n = 8, grain 1: chunk k is [k, k + 1) */
+  atomic_fetch_add(&s->cnt, e - b);
+}
+
+static void test_pool_oversubscribed(void **state) {
+  cpu_set_t set, one;
+  assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &set)) first++;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);   /* the workers inherit it */
+  tp_pool *p = NULL;
+  assert_int_equal(tp_create(8, &p), HJ_OK);
+  int jobs = 2000, doubled = 0;
+  int64_t total = 0;
+  for (int j = 0; j < jobs; j++) {
+    tj_steal s = { .cnt = 0 };
+    tp_parallel_for(p, 8, 1, tj_steal_chunk, &s);
+    total += s.cnt;
+    for (int a = 0; a < 8; a++)
+      for (int b = a + 1; b < 8; b++) doubled += pthread_equal(s.runner[a], s.runner[b]) != 0;
+  }
+  int32_t *v = malloc(TJ_SUM_N * sizeof *v);
+  uint8_t *visits = calloc(TJ_SUM_N, 1);
+  assert_non_null(v);
+  assert_non_null(visits);
+  int64_t want = 0;
+  for (int64_t i = 0; i < TJ_SUM_N; i++) want += v[i] = (int32_t)(i * 2654435761u);
+  tj_sum sum = { v, visits, 0, 0 };
+  tp_parallel_for(p, TJ_SUM_N, 4096, tj_sum_chunk, &sum);
+  tp_destroy(p);
+  assert_int_equal(sched_setaffinity(0, sizeof set, &set), 0);
+  print_message("8 threads on one core: %d jobs, %d pairs of chunks run by one thread\n", jobs, doubled);
+  assert_int_equal(total, 8 * jobs);
+  assert_true(doubled > 0);
+  assert_int_equal(sum.total, want);
+  assert_int_equal(sum.calls, 8);
+  for (int64_t i = 0; i < TJ_SUM_N; i++)
+    if (visits[i] != 1) fail_msg("index %ld visited %d times", (long)i, visits[i]);
+  free(v);
+  free(visits);
+}
+
 /* Two outside threads sharing one pool take turns. */
 typedef struct tj_racer { tp_pool *pool; _Atomic int64_t *cnt; } tj_racer;
 static void *tj_race_main(void *arg) {
@@ -499,6 +550,7 @@ int main(void) {
     cmocka_unit_test(test_pool_sum),
     cmocka_unit_test(test_pool_edges),
     cmocka_unit_test(test_pool_shared_by_threads),
+    cmocka_unit_test(test_pool_oversubscribed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
