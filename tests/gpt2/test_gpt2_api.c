@@ -241,8 +241,23 @@ static void test_weights_missing(void **state) {
   assert_int_equal(gpt2_weights_load("/nonexistent/model.bin", &w, &err), -1);
   assert_null(w);
   assert_non_null(strstr(err.msg, "/nonexistent/model.bin: cannot open"));
+  /* the model file is named first, then a missing config.json beside a present one */
   assert_int_equal(gpt2_weights_load_safetensors("/nonexistent/m.safetensors", NULL, &w, &err), -1);
-  assert_non_null(strstr(err.msg, "/nonexistent/config.json: cannot open"));
+  assert_non_null(strstr(err.msg, "/nonexistent/m.safetensors: cannot open"));
+  char dir[] = "/tmp/gpt2_api_XXXXXX", path[64], cfg[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/m.safetensors", dir);
+  snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs("not empty", f);
+  fclose(f);
+  assert_int_equal(gpt2_weights_load_safetensors(path, NULL, &w, &err), -1);
+  assert_null(w);
+  remove(path);
+  rmdir(dir);
+  assert_non_null(strstr(err.msg, cfg));
+  assert_non_null(strstr(err.msg, "cannot open"));
 }
 
 int main(void) {
