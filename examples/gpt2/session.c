@@ -239,8 +239,9 @@ static bool use_mapping(const gpt2_session *s, const gpt2_tensor *t, bool stream
 }
 
 /* |t| went into buffer |b|: unless |b| reads it in place, its pages leave the resident set
-   (gpt2_weights_release, through the weights' |release|; WEIGHTS). |gathered|: |b| does read it in place, but only a few
-   rows a step (the embedding's wte on the CPU), which fault back in as they are read. */
+   (gpt2_weights_release, through the weights' |release|; WEIGHTS). |gathered|: |b| does
+   read it in place, but only a few rows a step (the embedding's wte on the CPU), which
+   fault back in as they are read. */
 static void release_source(const gpt2_session *s, const gpt2_tensor *t, hj_buffer_t *b,
                            bool gathered) {
   if (s->w->release && (gathered || hj_buffer_host_ptr(b) != t->data)) s->w->release(s->w, t);
