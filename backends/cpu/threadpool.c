@@ -18,7 +18,11 @@
    variable. Jobs come in bursts (one per matmul or kernel of an executable), and waking a
    sleeping thread costs tens of microseconds (more in a VM): as much as a whole 2 MB gemv
    takes. Spinning is off when the pool has more threads than cores, where a spinning
-   thread would only steal the core a chunk runner needs. The decrement of |pending|
+   thread would only steal the core a chunk runner needs; such a pool also wakes only as
+   many workers per job as there are other cores (waking all 63 workers of a 64-thread
+   pool on 2 cores for every kernel cost more than the kernels), and the threads that are
+   running claim the chunks of those asleep; a worker that sleeps through jobs misses
+   nothing, it takes part in the first job that wakes it. The decrement of |pending|
    happens outside |mu|, but the last runner takes |mu| before signalling, so a caller that
    saw pending > 0 under |mu| is already waiting when the signal comes.
 
@@ -60,6 +64,7 @@ struct tp_pool {
   int unclaimed;           /* chunks of the current job nobody has taken */
   atomic_int pending;      /* chunks of the current job not finished yet */
   int64_t spin_ns;         /* TP_SPIN_NS, or 0 when oversubscribed */
+  int wake;                /* workers a job wakes: all, or cores - 1 when oversubscribed */
 };
 
 typedef struct tp_worker_arg {
@@ -196,6 +201,7 @@ hj_status tp_create(int nthreads, tp_pool **out) {
   if (!p) return HJ_ERR_OOM;
   p->nthreads = nthreads;
   p->spin_ns = nthreads > cores ? 0 : TP_SPIN_NS;
+  p->wake = nthreads > cores ? cores - 1 : nthreads - 1;
   pthread_mutex_init(&p->submit, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->work, NULL);
@@ -254,7 +260,12 @@ void tp_parallel_for(tp_pool *p, int64_t n, int64_t grain, tp_fn fn, void *user)
   p->unclaimed = chunks;
   atomic_store(&p->pending, chunks);
   atomic_fetch_add(&p->gen, 1);
-  pthread_cond_broadcast(&p->work);
+  if (p->wake >= p->nthreads - 1) {
+    pthread_cond_broadcast(&p->work);
+  } else {   /* oversubscribed: as many as can run beside the caller, who run the rest */
+    int wake = chunks - 1 < p->wake ? chunks - 1 : p->wake;
+    for (int i = 0; i < wake; i++) pthread_cond_signal(&p->work);
+  }
   tp_current = p;   /* a parallel-for inside a chunk runs inline */
   for (int k; (k = tp_claim(p, 0)) >= 0;) tp_run_chunk(p, k);
   tp_current = NULL;
