@@ -290,9 +290,9 @@ static int find_vocab(const args *a, const char *model_dir, int V, gpt2_bpe **bp
 
 /* A model this small runs on one thread unless --threads says otherwise: its kernels take
    microseconds, about what handing work to a second thread costs (the bundled model's
-   decode on 2 idle cores: 7,600 tokens/s on 1 thread, 9,800 on 2; with one core busy with
-   another process, 7,900 and 3,400, where it was 500 before the pool's threads ran the
-   chunks of a thread waiting for a core). */
+   decode on 2 idle cores, three runs: 7,300-8,100 tokens/s on 1 thread, 7,900-10,100 on 2;
+   with one core busy with another process, 7,900 and 3,400, where it was 500 before the
+   pool's threads ran the chunks of a thread waiting for a core). */
 #define GPT2_SMALL_MODEL (32 << 20)
 
 static double weight_bytes(const gpt2_weights *w) {
