@@ -142,12 +142,9 @@ static void tp_run_chunk(tp_pool *p, int k) {
   tp_chunk_range(p->n, p->chunks, k, &b, &e);
   pthread_mutex_unlock(&p->mu);
   fn(user, b, e);
-  if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_signal(&p->done);
-  } else {
-    pthread_mutex_lock(&p->mu);
-  }
+  bool last = atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1;
+  pthread_mutex_lock(&p->mu);
+  if (last) pthread_cond_signal(&p->done);
 }
 
 static void *tp_worker_main(void *arg) {
