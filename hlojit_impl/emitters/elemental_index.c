@@ -111,24 +111,6 @@ static LLVMValueRef eli_reshape(emit_fn *f, const hlo_instr *ins, const emit_ind
   return emit_elemental(f, o, &j);
 }
 
-/* Element strides of |s| in memory order (minor_to_major); row-major without a layout. */
-static bool eli_phys_strides(const hlo_shape *s, int64_t *st) {
-  if (!s->has_layout) {
-    hlo_shape_strides(s, st);
-    return true;
-  }
-  bool seen[HLO_MAX_RANK] = { false };
-  int64_t acc = 1;
-  for (int k = 0; k < s->rank; k++) {
-    int d = s->minor_to_major[k];
-    if (d < 0 || d >= s->rank || seen[d]) return false;
-    seen[d] = true;
-    st[d] = acc;
-    acc *= s->dims[d];
-  }
-  return true;
-}
-
 static LLVMValueRef eli_bitcast(emit_fn *f, const hlo_instr *ins, const emit_index *idx) {
   const hlo_instr *o = ins->operands[0];
   const hlo_shape *os = &o->shape, *rs = &ins->shape;
@@ -137,7 +119,7 @@ static LLVMValueRef eli_bitcast(emit_fn *f, const hlo_instr *ins, const emit_ind
   if (hlo_shape_layout_is_default(os) && hlo_shape_layout_is_default(rs))
     return eli_reshape(f, ins, idx);
   int64_t rp[HLO_MAX_RANK], op[HLO_MAX_RANK];
-  if (!eli_phys_strides(rs, rp) || !eli_phys_strides(os, op))
+  if (!hlo_shape_layout_strides(rs, rp) || !hlo_shape_layout_strides(os, op))
     return eli_fail(f, ins, "layout is not a permutation of the dims");
   LLVMBuilderRef b = f->em->b;
   LLVMValueRef p = emit_i64(f, 0);

@@ -144,25 +144,6 @@ static bool evo_all_arrays(hlo_literal *const *ops, int n) {
 
 static int evo_es(const hlo_literal *l) { return hlo_type_size(l->shape.type); }
 
-/* Strides of |s| in element units for its physical layout (minor_to_major); row-major when
-   it has none. False when the layout is not a permutation. */
-static bool evo_layout_strides(const hlo_shape *s, int64_t *st) {
-  if (!s->has_layout) {
-    hlo_shape_strides(s, st);
-    return true;
-  }
-  bool seen[HLO_MAX_RANK] = { false };
-  int64_t acc = 1;
-  for (int k = 0; k < s->rank; k++) {
-    int d = s->minor_to_major[k];
-    if (d < 0 || d >= s->rank || seen[d]) return false;
-    seen[d] = true;
-    st[d] = acc;
-    acc *= s->dims[d];
-  }
-  return true;
-}
-
 /* Result and operand shapes agree in element type (every index-only op keeps it). */
 static hj_status evo_same_type(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *r,
                                const hlo_literal *o) {
@@ -230,7 +211,7 @@ static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
   if (hlo_shape_numel(os) != hlo_shape_numel(rs))
     return hlo_evo_err(ctx, ins, "element counts differ");
   int64_t ophys[HLO_MAX_RANK], rphys[HLO_MAX_RANK], orow[HLO_MAX_RANK], rrow[HLO_MAX_RANK];
-  if (!evo_layout_strides(os, ophys) || !evo_layout_strides(rs, rphys))
+  if (!hlo_shape_layout_strides(os, ophys) || !hlo_shape_layout_strides(rs, rphys))
     return hlo_evo_err(ctx, ins, "layout is not a permutation of the dims");
   if (hlo_shape_layout_is_default(os) && hlo_shape_layout_is_default(rs))
     return evo_reshape(ctx, ins, o, r);

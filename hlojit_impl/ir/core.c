@@ -313,6 +313,23 @@ void hlo_shape_strides(const hlo_shape *s, int64_t *strides) {
   }
 }
 
+bool hlo_shape_layout_strides(const hlo_shape *s, int64_t *strides) {
+  if (!s->has_layout) {
+    hlo_shape_strides(s, strides);
+    return true;
+  }
+  bool seen[HLO_MAX_RANK] = { false }, empty = hlo_shape_numel(s) == 0;
+  int64_t st = 1;
+  for (int k = 0; k < s->rank; k++) {
+    int d = s->minor_to_major[k];
+    if (d < 0 || d >= s->rank || seen[d]) return false;
+    seen[d] = true;
+    strides[d] = empty ? 0 : st;
+    if (!empty && !hlo_mul_ok(st, s->dims[d], &st)) st = INT64_MAX;   /* invalid shapes only */
+  }
+  return true;
+}
+
 void hlo_shape_leaves(const hlo_shape *s, const hlo_shape ***out) {
   if (s->type == HLO_TUPLE) {
     for (int i = 0; i < s->ntuple; i++) hlo_shape_leaves(&s->tuple[i], out);

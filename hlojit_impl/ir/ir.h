@@ -334,6 +334,10 @@ const char *hlo_shape_str(const hlo_shape *s, char *buf, size_t n);  /* for mess
 /* Row-major strides (in elements) of an array shape; all 0 for a zero-element shape (which
    addresses nothing and may have dims whose product overflows). */
 void hlo_shape_strides(const hlo_shape *s, int64_t *strides);
+/* Strides (in elements) of |s| in its physical layout (minor_to_major); row-major when it has
+   none, all 0 when it has no elements. False when the layout is not a permutation of the
+   dims. The evaluator's and the emitters' bitcast read memory through these. */
+bool hlo_shape_layout_strides(const hlo_shape *s, int64_t *strides);
 /* Equal rank and dims (types, layouts and dynamic flags ignored). */
 bool hlo_same_dims(const hlo_shape *a, const hlo_shape *b);
 
