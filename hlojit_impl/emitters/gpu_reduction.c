@@ -80,23 +80,10 @@ static bool grd_assoc(const emitp_red_hero *h) {
 /* ---- per-element helpers ------------------------------------------------------------------ */
 
 /* Hero |h|'s input index: kept dims from |kidx|, reduced dims from the row-major linear
-   reduced index |rlin| (reduction.c's red_in_index). */
+   reduced index |rlin|. */
 static void grd_in_index(emit_fn *f, const emitp_red_hero *h, const emit_index *kidx, LLVMValueRef rlin,
                          emit_index *out) {
-  LLVMBuilderRef b = f->em->b;
-  const hlo_shape *in = &h->ins->operands[0]->shape;
-  out->rank = in->rank;
-  int kk = kidx->rank, first_red = -1;
-  for (int d = 0; d < in->rank; d++)
-    if (h->reduced[d] && first_red < 0) first_red = d;
-  for (int d = in->rank - 1; d >= 0; d--) {
-    if (!h->reduced[d]) { out->v[d] = kidx->v[--kk]; continue; }
-    if (in->dims[d] == 1) { out->v[d] = emit_i64(f, 0); continue; }
-    if (d == first_red) { out->v[d] = rlin; continue; }
-    LLVMValueRef dim = emit_i64(f, in->dims[d]);
-    out->v[d] = LLVMBuildURem(b, rlin, dim, "ri");
-    rlin = LLVMBuildUDiv(b, rlin, dim, "rq");
-  }
+  emitp_red_in_index(f, &h->ins->operands[0]->shape, h->reduced, kidx, rlin, out);
 }
 
 /* Hero |hi|'s inputs at |idx| into x[], storing its INPUT side outputs there. */

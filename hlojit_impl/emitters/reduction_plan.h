@@ -48,5 +48,9 @@ typedef struct emitp_red_plan {
 
 /* reduction.c: the analysis; HJ_ERR_UNSUPPORTED (with why) when it refuses the fusion. */
 hj_status emitp_red_plan_make(emit_module *em, const hlo_instr *fusion, emitp_red_plan *out);
+/* reduction.c: the input index of a reduce over |in| with reduced dims |reduced|, from the
+   kept index |kidx| and the row-major linear index |rlin| over the reduced dims. */
+void emitp_red_in_index(emit_fn *f, const hlo_shape *in, const bool *reduced, const emit_index *kidx,
+                        LLVMValueRef rlin, emit_index *out);
 
 #endif /* HLOJIT_REDUCTION_PLAN_H */
