@@ -136,14 +136,14 @@
               the CUDA backend (NVPTX through LLVM, the driver and cuBLAS by dlopen; AUTO
               tries it first and falls back to the CPU, saying why, where there is no
               driver or device): the same emitters with GPU thread mappings, a
-              shared-memory tiled matmul and cuBLAS, buffers in managed memory (host-
+              shared-memory tiled matmul (a skinny one for at most 8 rows: decode) and
+              cuBLAS, buffers in managed memory (host-
               readable after a run, no copy call), CUDA graphs (HLOJIT_CUDA_GRAPHS=0: off),
               hj_module_to_ptx / `hlojit ptx` without a GPU. Built and checked without a
               GPU (ptxas, a test double of the driver, an emulator of the GPU thread
               model); `make test-gpu` and tools/gpu_check.sh are the checks on one;
               the GPT-2 program built on this API (examples/gpt2: `make demo`).
-   - not yet: the disk cache of PTX (the CUDA backend compiles every process). A module
-              with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
+   - not yet: a module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
               compiled with hj_compile runs at its bounds (get-dimension-size reads the
               bound); hj_jit_call runs it at any real size.
 */

@@ -6,7 +6,8 @@
       small's shapes for T = 64 and T = 1024 tokens: qkv T x 2304 x 768, attention
       projection T x 768 x 768, fc T x 3072 x 768, fc projection T x 768 x 3072, and the
       tied lm head T x 50257 x 768 (B as [N, K]); the same device buffers for both. Ratio =
-      cuBLAS time / tiled time (1.0: as fast as cuBLAS; goal >= 0.5).
+      cuBLAS time / tiled time (1.0: as fast as cuBLAS; goal >= 0.5). At T = 1 (decode)
+      the skinny kernel (cuda_gemv.c) instead, in GB/s of A, B and C moved.
    2. elementwise: a GELU fusion on f32[64M] through the library (hj_exec_run, graph replay:
       one kernel reading 256 MiB and writing 256 MiB) against cuMemcpyDtoDAsync of 256 MiB
       (also 512 MiB moved). Ratio = fusion GB/s / copy GB/s (goal >= 0.8).
@@ -106,7 +107,9 @@ static void bg_matmul(const bg_mm *c, int64_t T) {
   cuda_codegen_prepare_module(G_cg, mod);
   cuda_matmul_launch l;
   char *ptx = NULL;
-  if (cuda_matmul_emit(mod, "bench_mm", &s, &l, &e) != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
+  bool skinny = s.m <= CUDA_GEMV_MAX_M;   /* as cuda_gemm.c makes it */
+  hj_status es = skinny ? cuda_gemv_emit(mod, "bench_mm", &s, &l, &e) : cuda_matmul_emit(mod, "bench_mm", &s, &l, &e);
+  if (es != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
     bg_die(c->what, &e);
   LLVMDisposeModule(mod);
   LLVMContextDispose(lc);
@@ -141,11 +144,16 @@ static void bg_matmul(const bg_mm *c, int64_t T) {
     mx = fmax(mx, fabs((double)y[i]));
   }
   bool ok = md <= 1e-3 * mx || G_dry;
-  double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k;
-  printf("matmul %-26s T=%-5lld tile %3d: tiled %8.3f ms %7.0f GFLOP/s, cuBLAS %8.3f ms %7.0f GFLOP/s: "
-         "ratio %.2f%s; max|tiled-cuBLAS| %.1e%s\n", c->what, (long long)T, l.tile, tt * 1e3, flop / tt * 1e-9,
-         tb * 1e3, flop / tb * 1e-9, tb / tt, tb / tt >= 0.5 ? "" : " (below the 0.5 goal)", md,
-         ok ? "" : " MISMATCH");
+  double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k, bytes = 4.0 * (double)(na + nb + nc);
+  if (skinny)   /* bandwidth-bound: B streamed once */
+    printf("matmul %-26s T=%-5lld skinny  : ours  %8.3f ms %7.0f GB/s,    cuBLAS %8.3f ms %7.0f GB/s:    "
+           "ratio %.2f; max|ours-cuBLAS| %.1e%s\n", c->what, (long long)T, tt * 1e3, bytes / tt * 1e-9,
+           tb * 1e3, bytes / tb * 1e-9, tb / tt, md, ok ? "" : " MISMATCH");
+  else
+    printf("matmul %-26s T=%-5lld tile %3d: tiled %8.3f ms %7.0f GFLOP/s, cuBLAS %8.3f ms %7.0f GFLOP/s: "
+           "ratio %.2f%s; max|tiled-cuBLAS| %.1e%s\n", c->what, (long long)T, l.tile, tt * 1e3, flop / tt * 1e-9,
+           tb * 1e3, flop / tb * 1e-9, tb / tt, tb / tt >= 0.5 ? "" : " (below the 0.5 goal)", md,
+           ok ? "" : " MISMATCH");
   if (!ok) G_fail++;
   for (int i = 0; i < 4; i++) cuda_mem_free(G_dv, all[i], &e);
   cuda_module_unload(G_dv, cm, &e);
@@ -323,13 +331,13 @@ int main(int argc, char **argv) {
     { "fc (C -> 4C)", 0, 3072, 768, false },  { "fc projection (4C -> C)", 0, 768, 3072, false },
     { "lm head (tied, B as [N,K])", 0, 50257, 768, true },
   };
-  int64_t Ts[2] = { 64, 1024 };
+  int64_t Ts[3] = { 1, 64, 1024 }, dry[2] = { 1, 16 };
   if (!G_dv->blas) {
     printf("matmul: skipped: %s\n", G_dv->blas_why);
   } else {
-    for (int t = 0; t < (G_dry ? 1 : 2); t++)
+    for (int t = 0; t < (G_dry ? 2 : 3); t++)
       for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        if (!G_dry || i < 2) bg_matmul(&shapes[i], G_dry ? 16 : Ts[t]);
+        if (!G_dry || i < 2) bg_matmul(&shapes[i], G_dry ? dry[t] : Ts[t]);
   }
   bg_elementwise();
   char path[1024];

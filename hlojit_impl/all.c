@@ -123,6 +123,7 @@
 #include "../backends/cuda/cuda_device.c"
 #include "../backends/cuda/cuda_driver.c"
 #include "../backends/cuda/cuda_gemm.c"
+#include "../backends/cuda/cuda_gemv.c"
 #include "../backends/cuda/cuda_matmul.c"
 #include "../backends/cuda/cuda_mem.c"
 #include "../backends/cuda/cuda_ptxas.c"

@@ -181,12 +181,13 @@ if [ -n "$BIN" ] && [ $PART != core ]; then
   fi
   step test-gpt2-gpu 150 env "${GPT2_ENV[@]}" HLOJIT_CACHE_DIR=off "$PY" -m pytest -q -rfEs -p no:cacheprovider \
     tests/gpt2/test_gpt2_gpu.py
-  step bench-gpt2-gpu 120 env HLOJIT_CACHE_DIR=off "$BIN/bench_gpt2_gpu" --model "$BENCH_MODEL"
+  # HLOJIT_CUDA_GEMM_LOG: each matmul shape's measured ways (skinny/tiled vs cuBLAS) in the report
+  step bench-gpt2-gpu 120 env HLOJIT_CACHE_DIR=off HLOJIT_CUDA_GEMM_LOG=1 "$BIN/bench_gpt2_gpu" --model "$BENCH_MODEL"
 fi
 
 # ---- summary -----------------------------------------------------------------------------------------
 say "results:"
-grep -hE "^matmul |^elementwise |^GPT-2 block|^== bench_gpu|^graphs  |^plain launches  |^whole model  |^GPT-2 \(L=|^decode: |^logits of the decode|^== bench_gpt2_gpu|^verify .*cuda|^cuda on the double" "$LOG" | \
+grep -hE "^hlojit cuda: gemm |^matmul |^elementwise |^GPT-2 block|^== bench_gpu|^graphs  |^plain launches  |^whole model  |^GPT-2 \(L=|^decode: |^logits of the decode|^== bench_gpt2_gpu|^verify .*cuda|^cuda on the double" "$LOG" | \
   sed 's/^/  /' | tee -a "$REPORT" > /dev/null
 grep -hE "on the GPU: [0-9]+ modules|passed|failed|skipped|SKIPPED|FAILED  \]" "$LOG" | grep -vE "^=== " | \
   grep -E "modules|[0-9]+ (passed|failed|skipped)|FAILED  \]" | sed 's/^/  /' | tail -30 | tee -a "$REPORT" > /dev/null

@@ -5,9 +5,9 @@
                      memory from the caller's), residency flags and prefetches;
      cuda_run.c      running an executable: staging, prefetching, eager launches, CUDA
                      graphs (record, replay, update in place);
-     cuda_gemm.c     matmul thunks: the tiled kernel or cuBLAS (+ epilogue kernel), chosen
-                     per shape; the adapter from the emitters' tiled-matmul request to
-                     cuda_matmul_emit;
+     cuda_gemm.c     matmul thunks: our kernel or cuBLAS (+ epilogue kernel), chosen per
+                     shape; the adapter from the emitters' tiled-matmul request to
+                     cuda_matmul_emit (cuda_gemv_emit for M <= 8 rows);
      cuda_code_cache.c  the PTX cache: each module's PTX once per key, in memory and on disk.
 
    Invariants
@@ -84,6 +84,7 @@ typedef struct cub_stage {             /* a managed copy of a caller's leaf */
 } cub_stage;
 
 enum { CUB_EAGER, CUB_CAPTURE, CUB_REPLAY };
+enum { CUB_RECAPTURE_LIMIT = 3 };   /* captures in a row before an executable gives graphs up */
 
 typedef struct cub_exec {
   rt_exec base;
@@ -106,6 +107,7 @@ typedef struct cub_exec {
   char graph_why[160];                 /* why not, for the stats line */
   int mode;                            /* CUB_*: what the hooks do during this run */
   bool recapture;                      /* a library node's addresses changed */
+  int recaptures_in_row;               /* runs since the last replay that captured again */
   int runs;
   CUgraph graph;
   CUgraphExec gexec;

@@ -1,9 +1,10 @@
-/* cuda_gemm.c — matmul thunks on the GPU (cuda_exec.h): the tiled kernel or cuBLAS, and the
-   adapter that lets the emitters (emitters/gpu_matmul.c) ask for the tiled kernel.
+/* cuda_gemm.c — matmul thunks on the GPU (cuda_exec.h): our kernel or cuBLAS, and the
+   adapter that lets the emitters (emitters/gpu_matmul.c) ask for our kernel.
 
    Two ways to run a matmul fusion (matmul_plan.h, gpu_* fields):
-     TILED   NAME_mm(A, B, C, operand 0, ..., operand n-1): cuda_matmul.c's kernel with the
-             fusion's epilogue fused;
+     TILED   NAME_mm(A, B, C, operand 0, ..., operand n-1) with the fusion's epilogue fused:
+             cuda_matmul.c's tiled kernel, or for M <= CUDA_GEMV_MAX_M (8) rows cuda_gemv.c's
+             skinny kernel (a decode step's matmuls), both with the same ABI;
      CUBLAS  cublasGemmStridedBatchedEx, f32 in and out, CUBLAS_COMPUTE_32F (TF32 only with
              HLOJIT_CUDA_TF32=1: CUBLAS_COMPUTE_32F_FAST_TF32), then NAME_epi in place when
              the fusion has an epilogue. Row-major C[M,N] = A[M,K] op(B) is column-major
@@ -13,11 +14,15 @@
      HLOJIT_CUDA_GEMM=measure (default)  on the first run that meets the shape, each way
              runs once to warm up and three times timed (host clock around a stream sync);
              the faster wins and is cached; the winner runs last, so the output is its;
-     rule    tiled, except cuBLAS when M < 16 (a 64-row tile would be mostly empty);
+     rule    ours, except cuBLAS when 8 < M < 16 (a 64-row tile would be mostly empty,
+             and the skinny kernel is for 8 rows at most);
      tiled / cublas   that one (when it exists).
-   Only the ways that exist compete: no cuBLAS (not installed, handle failed) -> tiled; no
-   tiled kernel (more than 16 operands, a shape the generator refuses) -> cuBLAS; neither
-   -> the compile fails with why (and AUTO moves on to the CPU backend).
+   Measuring times eager runs; in a CUDA graph our kernel is one node, updated in place
+   when a buffer changes, while cuBLAS's are library nodes that make the graph be captured
+   again when their addresses change (cuda_run.c). Only the ways that exist compete: no
+   cuBLAS (not installed, handle failed) -> ours; no kernel of ours (more than 16 operands,
+   a shape the generators refuse) -> cuBLAS; neither -> the compile fails with why (and
+   AUTO moves on to the CPU backend).
    Once chosen, every run of the executable takes the same way: results are the same bits
    on every run. */
 #include "cuda_exec.h"
@@ -50,7 +55,9 @@ hj_status cub_tiled_matmul(void *ud, struct emit_module *em, struct emit_gpu_mm 
   }
   cuda_matmul_launch l;
   cuda_error e = { 0 };
-  if (cuda_matmul_emit(em->mod, mm->name, &s, &l, &e) != HJ_OK) return cub_err(em->ctx, &e);
+  hj_status st = s.m <= CUDA_GEMV_MAX_M ? cuda_gemv_emit(em->mod, mm->name, &s, &l, &e)
+                                        : cuda_matmul_emit(em->mod, mm->name, &s, &l, &e);
+  if (st != HJ_OK) return cub_err(em->ctx, &e);
   memcpy(mm->grid, l.grid, sizeof l.grid);
   memcpy(mm->block, l.block, sizeof l.block);
   mm->shared_bytes = 0;   /* the tiles are static shared arrays */
@@ -91,6 +98,11 @@ static void cg_store(const cg_key *k, int choice, double tms, double bms) {
             k->epi ? " +epilogue" : "", tms, bms, choice == CUB_MM_TILED ? "tiled" : "cuBLAS");
 }
 
+/* HLOJIT_CUDA_GEMM=rule (see the top). */
+static int cg_rule(const struct emit_matmul_plan *p) {
+  return p->M > CUDA_GEMV_MAX_M && p->M < 16 ? CUB_MM_CUBLAS : CUB_MM_TILED;
+}
+
 /* ---- prepare ------------------------------------------------------------------------------------ */
 
 hj_status cub_mm_prepare(cub_exec *x, th_thunk *t) {
@@ -127,7 +139,7 @@ hj_status cub_mm_prepare(cub_exec *x, th_thunk *t) {
   else if (!tiled) mm.choice = CUB_MM_CUBLAS;
   else if (s->gemm_mode == CUB_GEMM_TILED) mm.choice = CUB_MM_TILED;
   else if (s->gemm_mode == CUB_GEMM_CUBLAS) mm.choice = CUB_MM_CUBLAS;
-  else if (s->gemm_mode == CUB_GEMM_RULE) mm.choice = p->M < 16 ? CUB_MM_CUBLAS : CUB_MM_TILED;
+  else if (s->gemm_mode == CUB_GEMM_RULE) mm.choice = cg_rule(p);
   else {
     cg_key k = cg_key_of(x, p);
     mm.choice = cg_lookup(&k);
@@ -226,6 +238,6 @@ hj_status cub_mm_run(cub_exec *x, const th_thunk *t, void **bufs) {
     cg_key k = cg_key_of(x, mm->p);
     cg_store(&k, choice, tms, bms);
   }
-  if (mm->choice == CUB_MM_UNDECIDED) mm->choice = mm->p->M < 16 ? CUB_MM_CUBLAS : CUB_MM_TILED;
+  if (mm->choice == CUB_MM_UNDECIDED) mm->choice = cg_rule(mm->p);
   return mm->choice == CUB_MM_TILED ? cg_run_tiled(x, mm, bufs) : cg_run_blas(x, mm, t, bufs);
 }

@@ -62,10 +62,13 @@ void cuda_matmul_spec_init(cuda_matmul_spec *s);   /* batch 1, bk 8, aligned16, 
 
 /* How to launch what cuda_matmul_emit made, and which paths it took. */
 typedef struct cuda_matmul_launch {
-  int tile, bk, threads;    /* 128 -> 256 threads, 64 -> 64 threads (8x8 outputs each) */
+  int tile, bk, threads;    /* 128 -> 256 threads, 64 -> 64 threads (8x8 outputs each);
+                               the skinny kernel: tile 0, 256 threads */
   unsigned grid[3], block[3];
   unsigned shared_bytes;    /* static shared memory of the kernel */
   bool vec_a, vec_b, vec_c; /* float4 global loads of A, of B; float4 stores of C */
+  int gemv_groups;          /* the skinny kernel with B as [K,N]: float4 column groups a
+                               block (cuda_gemv.c); 0 otherwise */
 } cuda_matmul_launch;
 
 /* 64x64 when M or N is at most 64 (a 128 tile would be half empty) or when 128x128 tiles
@@ -76,5 +79,14 @@ int cuda_matmul_choose_tile(const cuda_matmul_spec *s);
    marked with cuda_mark_kernel). HJ_ERR_INVALID_ARG for a spec out of range, with why. */
 hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
                            cuda_matmul_launch *out, cuda_error *e);
+
+/* The skinny kernel (cuda_gemv.c): the same ABI, spec and epilogue for M <= CUDA_GEMV_MAX_M
+   rows (tile, bk, min_blocks are ignored): a warp per column of C when B is [N,K], 4L
+   columns a block when B is [K,N]; 256 threads a block, shared memory static. Decode's
+   matmuls (M = 1) as one kernel with their epilogue, where the tiled kernel would leave most
+   SMs idle. HJ_ERR_INVALID_ARG for a spec out of range, with why. */
+#define CUDA_GEMV_MAX_M 8
+hj_status cuda_gemv_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
+                         cuda_matmul_launch *out, cuda_error *e);
 
 #endif /* HLOJIT_CUDA_MATMUL_H */

@@ -27,7 +27,9 @@
    are off (HLOJIT_CUDA_GRAPHS=0, a driver without them) or the entry program has host work
    (evaluator thunks, while, conditional: those synchronise and run on the host through
    managed memory); CAPTURE on the second run (or when a library node's addresses changed);
-   REPLAY after. A capture that fails falls back to EAGER for good (graph_why says why).
+   REPLAY after. A capture that fails falls back to EAGER for good (graph_why says why), and
+   so does an executable captured again on CUB_RECAPTURE_LIMIT runs in a row: a capture
+   costs more than the eager launches it records.
    Never a stale pointer: every replay compares every argument of every node with what this
    run's thunks resolve to, so a node holds exactly what an eager launch would pass. Nodes
    carry the same grid, block and dynamic shared memory as eager launches (the same call
@@ -184,13 +186,18 @@ static void cr_nodes_free(cub_exec *x) {
   x->nodes = NULL;
 }
 
-void cub_graph_free(cub_exec *x) {
+/* The graph, its instance and its nodes. */
+static void cr_graph_drop(cub_exec *x) {
   cuda_driver *d = x->be->d;
   if (x->gexec) d->cuGraphExecDestroy(x->gexec);
   if (x->graph) d->cuGraphDestroy(x->graph);
   x->gexec = NULL;
   x->graph = NULL;
   cr_nodes_free(x);
+}
+
+void cub_graph_free(cub_exec *x) {
+  cr_graph_drop(x);
   arrfree(x->in_bytes);
   arrfree(x->out_bytes);
 }
@@ -206,11 +213,7 @@ static hj_status cr_capture(cub_exec *x, void **ip, void **op) {
   cuda_driver *d = x->be->d;
   CUstream s = x->be->dv->stream;
   cuda_error e;
-  if (x->gexec) d->cuGraphExecDestroy(x->gexec);
-  if (x->graph) d->cuGraphDestroy(x->graph);
-  x->gexec = NULL;
-  x->graph = NULL;
-  cr_nodes_free(x);
+  cr_graph_drop(x);
   hj_status st = cuda_check(d, d->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), &e,
                             "cuStreamBeginCapture");
   if (st != HJ_OK) return cr_check(x, &e);
@@ -254,8 +257,21 @@ static hj_status cr_execute(cub_exec *x, void **ip, void **op) {
       if (cuda_check(d, d->cuGraphLaunch(x->gexec, x->be->dv->stream), &e, "cuGraphLaunch") != HJ_OK)
         return cr_check(x, &e);
       x->replays++;
+      x->recaptures_in_row = 0;
       return HJ_OK;
     }
+  }
+  if (x->gexec && ++x->recaptures_in_row >= CUB_RECAPTURE_LIMIT) {
+    /* a capture costs more than the eager launches it records: when runs keep changing
+       a library node's addresses (one executable run with each layer's weights, cuBLAS
+       chosen for one of its matmuls), launching eagerly is the faster way */
+    snprintf(x->graph_why, sizeof x->graph_why, "captured again on %d runs in a row (library nodes "
+             "with new addresses): launched eagerly from now on", x->recaptures_in_row);
+    x->graphable = false;
+    cr_graph_drop(x);
+    x->mode = CUB_EAGER;
+    x->eager_runs++;
+    return cr_thunks(x, ip, op);
   }
   hj__err_saved saved;
   hj__err_save(ctx, &saved);

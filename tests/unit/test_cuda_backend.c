@@ -19,8 +19,10 @@
    HLOJIT_CUDA_GRAPHS=0, a program with host work never captured; evaluator thunks running
    on the host through managed memory (a sort: its result is right even here); caller
    memory staged in and out; prefetching only what the host touched; the cuBLAS path (the
-   row-major mapping checked on the double's host gemm), the tiled path, and a re-capture
-   when a cuBLAS node's addresses change; the PTX in HLOJIT_DUMP_TO. */
+   row-major mapping checked on the double's host gemm), the tiled path, a re-capture when a
+   cuBLAS node's addresses change and eager launches once three runs in a row needed one;
+   the skinny kernel for M <= 8 (one node, updated in place when the weights change); the
+   PTX in HLOJIT_DUMP_TO. */
 #include "cuda_testutil.h"
 #include "hlojit.h"
 #include <dirent.h>
@@ -551,6 +553,17 @@ static void test_matmul_paths(void **state) {
   hj_buffer_t *out2 = NULL;
   tb_do(ctx, e, in, 2, &out2, 1);
   assert_int_equal(cu_dbl.calls("cuStreamBeginCapture_v2"), 2);
+  /* ... and when every run changes them, the third capture in a row is the last: eager
+     launches from then on (each run still computes its gemm) */
+  int gemms = L->ngemm;
+  for (int run = 0; run < 6; run++) {
+    hj_buffer_t *o = run % 2 ? out2 : out;
+    memset(hj_buffer_host_ptr(o), 0, 32 * 40 * sizeof(float));
+    tb_do(ctx, e, in, 2, &o, 1);
+    assert_float_equal(((const float *)hj_buffer_host_ptr(o))[41], C[41], 1e-6);
+  }
+  assert_int_equal(cu_dbl.calls("cuStreamBeginCapture_v2"), 3);
+  assert_int_equal(L->ngemm, gemms + 6);
   hj_exec_destroy(e);
   hj_module_destroy(m);
   /* with an epilogue: the gemm, then the epilogue kernel in place */
@@ -558,7 +571,8 @@ static void test_matmul_paths(void **state) {
   e = tb_compile(ctx, m);
   hj_buffer_t *bias = tb_f32(ctx, HJ_SHAPE(40), 0), *in3[3] = { in[0], in[1], bias }, *o3 = NULL;
   tb_run r = tb_do(ctx, e, in3, 3, &o3, 1);
-  assert_int_equal(L->ngemm, 4);   /* runs 1, 2 (captured), 4 (captured again), this one */
+  assert_int_equal(L->ngemm, 10);   /* runs 1, 2 (captured), 4 and 5 (captured again),
+                                      6-10 (eager), this one */
   assert_int_equal(r.to - r.from, 1);
   CU_ASSERT_HAS(L->launches[r.from].func, "_epi");
   assert_int_equal(L->launches[r.from].nparams, 4);   /* a, b, c, out */
@@ -591,6 +605,55 @@ static void test_matmul_paths(void **state) {
   hj_buffer_destroy(b2);
   hj_buffer_destroy(c2);
   hj_buffer_destroy(o4);
+  hj_module_destroy(m);
+  hj_ctx_destroy(ctx);
+}
+
+/* M <= 8: the skinny kernel under the rule (cuBLAS for 8 < M < 16), one node per matmul
+   with its epilogue; a decode block's way of running, one executable with each layer's
+   weights: the graph is captured once and its node updated in place, run after run. */
+static void test_skinny_matmul_graph(void **state) {
+  tb_double(NULL);
+  hj_ctx_t *ctx = tb_ctx(HJ_BACKEND_CUDA);
+  static const char text[] =
+      "HloModule dec\nENTRY main {\n  a = f32[1,48] parameter(0)\n  b = f32[48,40] parameter(1)\n"
+      "  c = f32[40] parameter(2)\n  d = f32[1,40] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  cb = f32[1,40] broadcast(c), dimensions={1}\n  ROOT r = f32[1,40] add(d, cb)\n}\n";
+  hj_module_t *m = tb_parse(ctx, text);
+  hj_exec_t *e = tb_compile(ctx, m);
+  hj_buffer_t *a = tb_f32(ctx, HJ_SHAPE(1, 48), 0), *c = tb_f32(ctx, HJ_SHAPE(40), 0), *out = NULL;
+  hj_buffer_t *w[3] = { tb_f32(ctx, HJ_SHAPE(48, 40), 0), tb_f32(ctx, HJ_SHAPE(48, 40), 0),
+                        tb_f32(ctx, HJ_SHAPE(48, 40), 0) };
+  TB_OK(ctx, hj_buffer_create(ctx, HJ_F32, HJ_SHAPE(1, 40), &out));
+  tb_run first = { 0, 0 };
+  for (int run = 0; run < 9; run++) {   /* three "layers", three "tokens" */
+    hj_buffer_t *in[3] = { a, w[run % 3], c };
+    tb_run r = tb_do(ctx, e, in, 3, &out, 1);
+    assert_int_equal(r.to - r.from, 1);   /* one kernel: the matmul with its bias */
+    const cuda_double_launch *l = &tb_log()->launches[r.from];
+    CU_ASSERT_HAS(l->func, "_mm");
+    assert_int_equal(l->block[0], 256);
+    assert_true(l->param_vals[1] == (uintptr_t)hj_buffer_host_ptr(w[run % 3]));
+    if (run == 0) first = r;
+    else tb_same_args(first, r, (uintptr_t)hj_buffer_host_ptr(w[0]), (uintptr_t)hj_buffer_host_ptr(w[run % 3]));
+  }
+  assert_int_equal(tb_log()->ngemm, 0);
+  assert_int_equal(cu_dbl.calls("cuStreamBeginCapture_v2"), 1);
+  assert_true(cu_dbl.calls("cuGraphExecKernelNodeSetParams_v2") >= 6);
+  hj_exec_destroy(e);
+  hj_module_destroy(m);
+  /* 12 rows: cuBLAS and the epilogue kernel */
+  static const char text12[] =
+      "HloModule m12\nENTRY main {\n  a = f32[12,48] parameter(0)\n  b = f32[48,40] parameter(1)\n"
+      "  ROOT d = f32[12,40] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+  m = tb_parse(ctx, text12);
+  e = tb_compile(ctx, m);
+  hj_buffer_t *a12 = tb_f32(ctx, HJ_SHAPE(12, 48), 0), *in12[2] = { a12, w[0] }, *o12 = NULL;
+  tb_do(ctx, e, in12, 2, &o12, 1);
+  assert_int_equal(tb_log()->ngemm, 1);
+  hj_buffer_t *all[] = { a, c, out, w[0], w[1], w[2], a12, o12 };
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) hj_buffer_destroy(all[i]);
+  hj_exec_destroy(e);
   hj_module_destroy(m);
   hj_ctx_destroy(ctx);
 }
@@ -644,6 +707,7 @@ int main(void) {
     cmocka_unit_test(test_staging),
     cmocka_unit_test(test_prefetch),
     cmocka_unit_test(test_matmul_paths),
+    cmocka_unit_test(test_skinny_matmul_graph),
     cmocka_unit_test(test_dump_has_ptx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

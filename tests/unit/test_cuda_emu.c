@@ -8,8 +8,8 @@
    reductions narrower and wider than a tile, a middle reduced dim, argmax, f16 and bf16,
    transposes of odd and 3-D shapes with producers, consumers and side outputs, element
    counts not a multiple of 4, the KV cache update, gather, concatenate, matmuls with
-   ragged shapes, [N,K] B, batches and epilogues, on the tiled path and on the library
-   path). Tolerances are the CPU backend's (test_cpu_modules.c). Also: how many kernels
+   ragged shapes, [N,K] B, batches and epilogues, on the tiled path (the skinny kernel for
+   M <= 8, decode's attention among them) and on the library path). Tolerances are the CPU backend's (test_cpu_modules.c). Also: how many kernels
    needed fibers (barriers/shuffles), so a mapping that silently lost its shuffles shows.
    Under ASan: skipped, saying so (the emulator switches stacks). */
 #include "testutil.h"
@@ -231,23 +231,38 @@ static void test_matmuls_emu(void **state) {
   cuda_emu emu;
   CHECK_OK(ref, emu_create(ref, &emu));
   ce_tally t = { 0 };
-  static const int shapes[][3] = { { 33, 65, 17 }, { 1, 40, 300 }, { 130, 129, 5 }, { 64, 96, 128 }, { 2, 3, 0 } };
+  /* {M, N, K, B as [N,K]}. M <= 8 runs the skinny kernel (cuda_gemv.c): B [K,N] at each
+     column-group width (N 40 -> 2, 3000 -> 8 groups), rows past a block's columns,
+     partial k steps, K = 0; B [N,K] with float4 and scalar rows, a last block's warps
+     past N */
+  static const int shapes[][4] = { { 33, 65, 17, 0 }, { 1, 40, 300, 0 }, { 130, 129, 5, 0 }, { 64, 96, 128, 0 },
+                                   { 2, 3, 0, 0 },    { 3, 37, 13, 0 },  { 8, 260, 70, 0 },  { 1, 3000, 33, 0 },
+                                   { 5, 1000, 7, 0 }, { 1, 50, 260, 1 }, { 5, 9, 13, 1 },    { 8, 17, 128, 1 } };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-    int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+    int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2], nk = shapes[i][3];
     char text[1024], what[128];
     snprintf(text, sizeof text,
              "HloModule mm\nENTRY main {\n  a = f32[%d,%d] parameter(0)\n  b = f32[%d,%d] parameter(1)\n"
              "  c = f32[%d] parameter(2)\n  r0 = f32[%d,%d] parameter(3)\n"
-             "  d = f32[%d,%d] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+             "  d = f32[%d,%d] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={%d}\n"
              "  cb = f32[%d,%d] broadcast(c), dimensions={1}\n  e = f32[%d,%d] add(d, cb)\n"
-             "  ROOT r = f32[%d,%d] add(e, r0)\n}\n", M, K, K, N, N, M, N, M, N, M, N, M, N, M, N);
-    snprintf(what, sizeof what, "matmul %dx%dx%d +bias +residual", M, N, K);
+             "  ROOT r = f32[%d,%d] add(e, r0)\n}\n", M, K, nk ? N : K, nk ? K : N, N, M, N, M, N, nk, M, N,
+             M, N, M, N);
+    snprintf(what, sizeof what, "matmul %dx%dx%d%s +bias +residual", M, N, K, nk ? ", B as [N,K]," : "");
     ce_text(what, text, ref, &emu, &t);
   }
   ce_text("matmul B as [N,K], batched (attention QK^T)",
           "HloModule qk\nENTRY main {\n  q = f32[3,20,16] parameter(0)\n  k = f32[3,30,16] parameter(1)\n"
           "  ROOT s = f32[3,20,30] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
           "rhs_contracting_dims={2}\n}\n", ref, &emu, &t);
+  ce_text("decode attention q k^T, 12 heads, one row",
+          "HloModule qk1\nENTRY main {\n  q = f32[12,1,16] parameter(0)\n  k = f32[12,40,16] parameter(1)\n"
+          "  ROOT s = f32[12,1,40] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+          "rhs_contracting_dims={2}\n}\n", ref, &emu, &t);
+  ce_text("decode attention p v, 12 heads, one row",
+          "HloModule pv1\nENTRY main {\n  p = f32[12,1,40] parameter(0)\n  v = f32[12,40,16] parameter(1)\n"
+          "  ROOT o = f32[12,1,16] dot(p, v), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+          "rhs_contracting_dims={1}\n}\n", ref, &emu, &t);
   ce_text("matmul 150x200x64 (128-tile candidate)", "HloModule big\nENTRY main {\n  a = f32[150,64] parameter(0)\n"
           "  b = f32[64,200] parameter(1)\n  ROOT d = f32[150,200] dot(a, b), lhs_contracting_dims={1}, "
           "rhs_contracting_dims={0}\n}\n", ref, &emu, &t);

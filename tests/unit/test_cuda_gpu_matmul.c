@@ -1,5 +1,5 @@
-/* test_cuda_gpu_matmul.c — the tiled matmul kernel (backends/cuda/cuda_matmul.c) run on a
-   real GPU, against an f64 reference on the host and against cuBLAS (cublasGemmEx /
+/* test_cuda_gpu_matmul.c — the tiled matmul kernel (backends/cuda/cuda_matmul.c) and the
+   skinny one for M <= 8 (cuda_gemv.c) run on a real GPU, against an f64 reference on the host and against cuBLAS (cublasGemmEx /
    cublasGemmStridedBatchedEx, f32 compute, no TF32). Without a device every test says
    "skipped: no CUDA device (why)" and counts as skipped. `make test-gpu` runs it.
 
@@ -142,7 +142,7 @@ static void tg_run(const tg_case *tc) {
   cuda_matmul_spec s;
   cuda_matmul_spec_init(&s);
   s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1;
-  s.tile = tc->tile, s.bk = tc->bk ? tc->bk : 8, s.b_nk = tc->b_nk;
+  s.tile = tc->tile > 0 ? tc->tile : 0, s.bk = tc->bk ? tc->bk : 8, s.b_nk = tc->b_nk;
   s.sm_count = G_dv->info.sm_count;
   s.stride_a = s.m * s.k, s.stride_b = s.k * s.n, s.stride_c = s.m * s.n;
   if (tc->bias) { s.n_extra = 1; s.epilogue = tg_bias; }
@@ -152,7 +152,8 @@ static void tg_run(const tg_case *tc) {
   cuda_codegen_prepare_module(G_cg, mod);
   cuda_matmul_launch l;
   char *ptx = NULL;
-  if (cuda_matmul_emit(mod, "mm_gpu", &s, &l, &e) != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
+  hj_status es = tc->tile < 0 ? cuda_gemv_emit(mod, "mm_gpu", &s, &l, &e) : cuda_matmul_emit(mod, "mm_gpu", &s, &l, &e);
+  if (es != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
     fail_msg("%s: %s", tc->what, e.msg);
   LLVMDisposeModule(mod);
   LLVMContextDispose(c);
@@ -267,6 +268,22 @@ static const tg_case tg_ragged[] = {
   { "k = 0 +bias", 100, 100, 0, 0, 0, 0, false, true },
 };
 
+/* tile -1: the skinny kernel (cuda_gemv.c) — GPT-2's decode shapes, both B layouts, 8 rows,
+   batched attention, unaligned rows, K = 0 */
+static const tg_case tg_skinny[] = {
+  { "skinny qkv 1x2304x768 +bias", 1, 2304, 768, 0, -1, 0, false, true },
+  { "skinny fcproj [N,K] 1x768x3072", 1, 768, 3072, 0, -1, 0, true, true },
+  { "skinny head 1x50304x768", 1, 50304, 768, 0, -1, 0, false, false },
+  { "skinny head [N,K] 1x50304x768", 1, 50304, 768, 0, -1, 0, true, false },
+  { "skinny 8x768x768 +bias", 8, 768, 768, 0, -1, 0, false, true },
+  { "skinny [N,K] 8x768x768", 8, 768, 768, 0, -1, 0, true, false },
+  { "skinny q k^T 12x1x256x64 [N,K]", 1, 256, 64, 12, -1, 0, true, false },
+  { "skinny p v 12x1x64x256", 1, 64, 256, 12, -1, 0, false, false },
+  { "skinny 3x37x13", 3, 37, 13, 0, -1, 0, false, true },
+  { "skinny [N,K] 5x9x13", 5, 9, 13, 0, -1, 0, true, false },
+  { "skinny k = 0 +bias", 2, 100, 0, 0, -1, 0, false, true },
+};
+
 static void tg_all(const tg_case *cs, size_t n) {
   TG_NEED_GPU();
   for (size_t i = 0; i < n; i++) tg_run(&cs[i]);
@@ -274,12 +291,14 @@ static void tg_all(const tg_case *cs, size_t n) {
 static void test_gpt2_shapes(void **state) { tg_all(tg_gpt2, sizeof tg_gpt2 / sizeof tg_gpt2[0]); }
 static void test_tiles(void **state) { tg_all(tg_tiles, sizeof tg_tiles / sizeof tg_tiles[0]); }
 static void test_ragged(void **state) { tg_all(tg_ragged, sizeof tg_ragged / sizeof tg_ragged[0]); }
+static void test_skinny(void **state) { tg_all(tg_skinny, sizeof tg_skinny / sizeof tg_skinny[0]); }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gpt2_shapes),
     cmocka_unit_test(test_tiles),
     cmocka_unit_test(test_ragged),
+    cmocka_unit_test(test_skinny),
   };
   return cmocka_run_group_tests(tests, tg_setup, tg_teardown);
 }

@@ -14,6 +14,11 @@
    - aligned shapes load with ld.global.nc.v4.f32 and store with st.global.v4.f32; shapes
      with a row length not a multiple of 4 have no vector global access at all;
    - the shared arrays are declared (.shared .align 16) with the padded row (T + 4).
+   The skinny kernel (cuda_gemv.c, M <= 8) likewise: every variant (B [K,N] / [N,K], float4
+   and scalar rows, batched, a bias epilogue, K = 0, GPT-2's decode shapes) assembles for
+   both archs with no spill, ptxas's static shared memory is what the generator announced,
+   the warp sums are shuffles (one barrier with B [K,N], none with [N,K]), aligned shapes
+   load float4s and unaligned ones none.
    Also: the tile choice rule, spec validation, and that structure tests can fail. */
 #include "cuda_testutil.h"
 
@@ -63,6 +68,40 @@ static LLVMValueRef tm_bias(void *user, const cuda_mm_epilogue_args *a) {
   return LLVMBuildFAdd(a->b, a->acc, LLVMBuildLoad2(a->b, f32, p, ""), "");
 }
 
+/* A module prepared for |arch|'s codegen, and what to free after. */
+typedef struct tm_mod { cuda_codegen *cg; LLVMContextRef c; LLVMModuleRef mod; } tm_mod;
+
+static tm_mod tm_mod_begin(cuda_arch arch) {
+  tm_mod m = { 0 };
+  cuda_error e;
+  if (cuda_codegen_create(arch, &m.cg, &e) != HJ_OK) fail_msg("%s", e.msg);
+  m.c = LLVMContextCreate();
+  m.mod = LLVMModuleCreateWithNameInContext("mm", m.c);
+  cuda_codegen_prepare_module(m.cg, m.mod);
+  return m;
+}
+
+static void tm_mod_end(tm_mod *m, char *ptx) {
+  free(ptx);
+  LLVMDisposeModule(m->mod);
+  LLVMContextDispose(m->c);
+  cuda_codegen_destroy(m->cg);
+}
+
+/* ptxas on |ptx| for |arch|: the one kernel's figures, or NULL when there is no ptxas
+   (counted as skipped); a refusal fails the test. */
+static cuda_ptxas_kernel *tm_assemble(const char *ptx, const char *what, cuda_arch arch, cuda_ptxas_info *info) {
+  cuda_ptxas_result r = cuda_ptxas(ptx, cuda_arch_name(arch), info);
+  if (r == CUDA_PTXAS_FAILED) fail_msg("%s %s: ptxas failed:\n%s", what, cuda_arch_name(arch), info->log);
+  if (r == CUDA_PTXAS_SKIPPED) {
+    tm_skipped++;
+    return NULL;
+  }
+  tm_assembled++;
+  assert_int_equal(info->nkernels, 1);
+  return &info->kernels[0];
+}
+
 typedef struct tm_case {
   const char *what;
   int64_t m, n, k, batch;
@@ -73,12 +112,10 @@ typedef struct tm_case {
 
 /* Emits, compiles and assembles |tc| for |arch|; checks what the header promises. */
 static void tm_run(const tm_case *tc, cuda_arch arch) {
-  cuda_codegen *cg = NULL;
+  tm_mod tmod = tm_mod_begin(arch);
+  cuda_codegen *cg = tmod.cg;
+  LLVMModuleRef mod = tmod.mod;
   cuda_error e;
-  if (cuda_codegen_create(arch, &cg, &e) != HJ_OK) fail_msg("%s", e.msg);
-  LLVMContextRef c = LLVMContextCreate();
-  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("mm", c);
-  cuda_codegen_prepare_module(cg, mod);
   cuda_matmul_spec s;
   cuda_matmul_spec_init(&s);
   s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1;
@@ -126,14 +163,8 @@ static void tm_run(const tm_case *tc, cuda_arch arch) {
   if (tc->bias) CU_ASSERT_HAS(ptx, "mm_kernel_param_3");
 
   cuda_ptxas_info info;
-  cuda_ptxas_result r = cuda_ptxas(ptx, cuda_arch_name(arch), &info);
-  if (r == CUDA_PTXAS_FAILED) fail_msg("%s %s: ptxas failed:\n%s", tc->what, cuda_arch_name(arch), info.log);
-  if (r == CUDA_PTXAS_SKIPPED) {
-    tm_skipped++;
-  } else {
-    tm_assembled++;
-    assert_int_equal(info.nkernels, 1);
-    cuda_ptxas_kernel *k = &info.kernels[0];
+  cuda_ptxas_kernel *k = tm_assemble(ptx, tc->what, arch, &info);
+  if (k) {
     /* The 2-block budget (128 registers, see mm_min_blocks) sits at ptxas's edge: a few
        spilled bytes at some shapes (2048x2048: 20 bytes on sm_80). Tolerated there, and
        shown; everywhere else nothing may spill. */
@@ -152,10 +183,7 @@ static void tm_run(const tm_case *tc, cuda_arch arch) {
                   tc->what, cuda_arch_name(arch), l.tile, l.bk, l.threads, l.grid[0], l.grid[1],
                   l.grid[2], k->registers, k->shared_bytes, loopinfo);
   }
-  free(ptx);
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(c);
-  cuda_codegen_destroy(cg);
+  tm_mod_end(&tmod, ptx);
 }
 
 static const tm_case tm_cases[] = {
@@ -185,6 +213,73 @@ static void test_variants_assemble(void **state) {
   if (tm_assembled == 0) skip();
 }
 
+/* ---- the skinny kernel (cuda_gemv.c) ------------------------------------------------------- */
+
+typedef struct tg_case {
+  const char *what;
+  int64_t m, n, k, batch;
+  bool b_nk, bias, aligned;
+  int groups;   /* B [K,N]: the column groups the sm_count of 132 should give */
+} tg_case;
+
+static const tg_case tg_cases[] = {
+  { "gpt2 qkv 1x2304x768", 1, 2304, 768, 0, false, true, true, 2 },
+  { "gpt2 fc 1x3072x768 +bias", 1, 3072, 768, 0, false, true, true, 2 },
+  { "gpt2 head 1x50304x768", 1, 50304, 768, 0, false, false, true, 8 },
+  { "gpt2 fcproj [N,K] 1x768x3072", 1, 768, 3072, 0, true, true, true, 0 },
+  { "8 rows [N,K] 8x768x768", 8, 768, 768, 0, true, true, true, 0 },
+  { "8 rows 8x768x768", 8, 768, 768, 0, false, true, true, 2 },
+  { "attention q k^T 12x1x256x64", 1, 256, 64, 12, true, false, true, 0 },
+  { "attention p v 12x1x64x256", 1, 64, 256, 12, false, false, true, 2 },
+  { "unaligned 3x37x13", 3, 37, 13, 0, false, true, false, 2 },
+  { "unaligned [N,K] 5x9x13", 5, 9, 13, 0, true, true, false, 0 },
+  { "k = 0", 2, 100, 0, 0, false, true, true, 2 },
+};
+
+static void tg_run(const tg_case *tc, cuda_arch arch) {
+  tm_mod tmod = tm_mod_begin(arch);
+  cuda_error e;
+  cuda_matmul_spec s;
+  cuda_matmul_spec_init(&s);
+  s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1, s.b_nk = tc->b_nk;
+  s.sm_count = 132;
+  if (s.batch > 1) s.stride_a = s.m * s.k, s.stride_b = s.k * s.n, s.stride_c = s.m * s.n;
+  if (tc->bias) { s.n_extra = 1; s.epilogue = tm_bias; }
+  cuda_matmul_launch l;
+  if (cuda_gemv_emit(tmod.mod, "gv_kernel", &s, &l, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
+  char *ptx = NULL;
+  if (cuda_compile_ptx(tmod.cg, tmod.mod, &ptx, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
+  assert_int_equal(l.threads, 256);
+  assert_int_equal(l.gemv_groups, tc->groups);
+  assert_int_equal(l.grid[0], tc->b_nk ? (s.n + 7) / 8 : (s.n + 4 * l.gemv_groups - 1) / (4 * l.gemv_groups));
+  assert_int_equal(l.grid[2], s.batch);
+  assert_int_equal(l.shared_bytes, tc->b_nk ? 0u : (unsigned)(8 * s.m * 4 * l.gemv_groups * 4));
+  /* the warp sums: a shuffle tree; B [K,N] also one barrier before the block's sums */
+  CU_ASSERT_HAS(ptx, "shfl.sync.down.b32");
+  assert_int_equal(tm_count(ptx, NULL, "bar.sync"), tc->b_nk ? 0 : 1);
+  if (tc->aligned && s.k > 0) CU_ASSERT_HAS(ptx, "ld.global.nc.v4.f32");
+  if (!tc->aligned) assert_null(strstr(ptx, "ld.global.nc.v4"));
+  if (tc->bias) CU_ASSERT_HAS(ptx, "gv_kernel_param_3");
+  cuda_ptxas_info info;
+  cuda_ptxas_kernel *k = tm_assemble(ptx, tc->what, arch, &info);
+  if (k) {
+    if (k->spill_stores || k->spill_loads)
+      fail_msg("%s %s: %d bytes spilled at %d registers", tc->what, cuda_arch_name(arch), k->spill_stores, k->registers);
+    assert_int_equal(k->shared_bytes, (int)l.shared_bytes);
+    print_message("%-30s %-6s groups %d grid %5ux%-3u %3d regs %5d B smem\n", tc->what, cuda_arch_name(arch),
+                  l.gemv_groups, l.grid[0], l.grid[2], k->registers, k->shared_bytes);
+  }
+  tm_mod_end(&tmod, ptx);
+}
+
+static void test_gemv_variants_assemble(void **state) {
+  tm_assembled = tm_skipped = 0;
+  for (size_t i = 0; i < sizeof tg_cases / sizeof tg_cases[0]; i++)
+    for (int a = 0; a < CUDA_ARCH_COUNT; a++) tg_run(&tg_cases[i], (cuda_arch)a);
+  print_message("ptxas: %d skinny kernels assembled, none spilled, %d skipped (no ptxas)\n", tm_assembled, tm_skipped);
+  if (tm_assembled == 0) skip();
+}
+
 static void test_tile_choice(void **state) {
   cuda_matmul_spec s;
   cuda_matmul_spec_init(&s);
@@ -200,26 +295,38 @@ static void test_tile_choice(void **state) {
   assert_int_equal(cuda_matmul_choose_tile(&s), 64);
 }
 
+typedef hj_status (*tm_emit_fn)(LLVMModuleRef, const char *, const cuda_matmul_spec *, cuda_matmul_launch *,
+                                 cuda_error *);
+
+/* |emit| refuses |s| with HJ_ERR_INVALID_ARG and a message holding |want|. */
+static void tm_refuses(tm_emit_fn emit, LLVMModuleRef mod, const cuda_matmul_spec *s, const char *want) {
+  cuda_matmul_launch l;
+  cuda_error e;
+  assert_int_equal(emit(mod, "k", s, &l, &e), HJ_ERR_INVALID_ARG);
+  CU_ASSERT_HAS(e.msg, want);
+}
+
 static void test_bad_specs(void **state) {
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("mm", c);
   cuda_matmul_spec s;
-  cuda_matmul_launch l;
-  cuda_error e;
   cuda_matmul_spec_init(&s);
   s.m = 0, s.n = 4, s.k = 4;
-  assert_int_equal(cuda_matmul_emit(mod, "k1", &s, &l, &e), HJ_ERR_INVALID_ARG);
-  CU_ASSERT_HAS(e.msg, "m=0 n=4 k=4");
-  CU_ASSERT_HAS(e.msg, "needs m, n >= 1 and k >= 0");
+  tm_refuses(cuda_matmul_emit, mod, &s, "m=0 n=4 k=4");
+  tm_refuses(cuda_matmul_emit, mod, &s, "needs m, n >= 1 and k >= 0");
+  tm_refuses(cuda_gemv_emit, mod, &s, "1 <= m <= CUDA_GEMV_MAX_M");
+  s.m = 9;
+  tm_refuses(cuda_gemv_emit, mod, &s, "m=9 n=4 k=4");
   s.m = 4, s.tile = 96;
-  assert_int_equal(cuda_matmul_emit(mod, "k2", &s, &l, &e), HJ_ERR_INVALID_ARG);
-  CU_ASSERT_HAS(e.msg, "tile 0, 64 or 128");
-  s.tile = 0, s.n_extra = 1;
-  assert_int_equal(cuda_matmul_emit(mod, "k3", &s, &l, &e), HJ_ERR_INVALID_ARG);
-  CU_ASSERT_HAS(e.msg, "extra buffers only with an epilogue");
-  s.n_extra = 0, s.batch = 2, s.stride_c = 3;
-  assert_int_equal(cuda_matmul_emit(mod, "k4", &s, &l, &e), HJ_ERR_INVALID_ARG);
-  CU_ASSERT_HAS(e.msg, "batch items of C that do not overlap");
+  tm_refuses(cuda_matmul_emit, mod, &s, "tile 0, 64 or 128");
+  tm_emit_fn both[2] = { cuda_matmul_emit, cuda_gemv_emit };
+  for (int i = 0; i < 2; i++) {
+    s.tile = 0, s.n_extra = 1;
+    tm_refuses(both[i], mod, &s, "extra buffers only with an epilogue");
+    s.n_extra = 0, s.batch = 2, s.stride_c = 3;
+    tm_refuses(both[i], mod, &s, "batch items of C that do not overlap");
+    s.batch = 1, s.stride_c = 0;
+  }
   assert_null(LLVMGetFirstFunction(mod));   /* nothing emitted */
   LLVMDisposeModule(mod);
   LLVMContextDispose(c);
@@ -242,6 +349,7 @@ int main(void) {
     cmocka_unit_test(test_tile_choice),
     cmocka_unit_test(test_bad_specs),
     cmocka_unit_test(test_variants_assemble),
+    cmocka_unit_test(test_gemv_variants_assemble),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
