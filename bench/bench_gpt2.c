@@ -42,7 +42,8 @@
    rounds, so a busy spell of a shared machine hits all of them; read the ratios (and the
    load line at the end: other processes' share of the CPU during the run).
 
-     build/bench/bench_gpt2 [--rounds N] [--threads 1,2]
+     build/bench/bench_gpt2 [--rounds N] [--threads 1,2] [--layers-per-graph N]
+   (--layers-per-graph: the sessions' split, session.h STAGES; default the session's)
    Exit status 1 if a run fails (not if a goal is missed: it prints the ratios). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -394,14 +395,15 @@ static void keep_min(double *best, double t) {
 
 int main(int argc, char **argv) {
   bench_load load0 = bench_load_now();
-  int rounds = 3, threads[2] = {1, 2}, nthr = 2;
+  int rounds = 3, threads[2] = {1, 2}, nthr = 2, lpg = -1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--layers-per-graph") && i + 1 < argc) lpg = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
       nthr = sscanf(argv[++i], "%d,%d", &threads[0], &threads[1]);
       if (nthr < 1) nthr = 1;
     } else {
-      fprintf(stderr, "usage: bench_gpt2 [--rounds N] [--threads 1,2]\n");
+      fprintf(stderr, "usage: bench_gpt2 [--rounds N] [--threads 1,2] [--layers-per-graph N]\n");
       return 2;
     }
   }
@@ -418,8 +420,9 @@ int main(int argc, char **argv) {
   fill(g_wt_mem, wt_n, 0, 1, &r);
   fill(g_a, 1 << 20, 0, 1, &r);
   fill(g_b, 1 << 20, 0, 1, &r);
-  printf("GPT-2 124M shape (L=%d C=%d NH=%d V=%d), random f32 weights (out, in), CPU backend\n",
-         L, C, NH, V);
+  printf("GPT-2 124M shape (L=%d C=%d NH=%d V=%d), random f32 weights (out, in), CPU backend; %s\n",
+         L, C, NH, V, lpg < 0 ? "the session's default split" : lpg == 0 ? "the whole model one graph" : "blocks in graphs of N");
+  if (lpg > 0) printf("(N = %d blocks per graph)\n", lpg);
   printf("OpenBLAS core: %s\n", openblas_get_corename());
 
   const double blocks = 12.0 * C * C * L;
@@ -448,6 +451,7 @@ int main(int argc, char **argv) {
       o.num_threads = threads[t];
       o.kernel_layouts = v != 1;
       o.panels = v != 3;
+      if (lpg >= 0) o.layers_per_graph = lpg;
       gpt2_err err;
       runner *x = &run[v][t];
       if (gpt2_session_create(v == 2 ? w16 : w, &o, &x->s, &err)) {

@@ -4,10 +4,11 @@
    bench_gpt2_gpu --model FILE [--rounds N]
 
    The model is examples/gpt2's session on HJ_BACKEND_CUDA (every tensor f32 on the
-   device, managed memory), three times: with CUDA graphs (the default: each executable's
-   kernels replayed as one graph; one block graph run per layer, each run synchronised),
-   with HLOJIT_CUDA_GRAPHS=0 (every kernel its own launch), and with graphs and the whole
-   model as one graph (layers_per_graph 0: one run, one graph, one synchronisation a step).
+   device, managed memory), three times: with CUDA graphs (each executable's kernels
+   replayed as one graph) and one block graph run per layer (layers_per_graph 1, each run
+   synchronised), the same with HLOJIT_CUDA_GRAPHS=0 (every kernel its own launch), and
+   with graphs and the whole model as one graph (layers_per_graph 0, the session's default
+   on CUDA: one run, one graph, one synchronisation a step).
    Timed, the sessions taking turns in every round, best of the run:
      prefill of 64 and 256 tokens (last-position logits), and
      decode at 256: the step feeding position 255, the KV cache at its 256-entry bucket;
@@ -167,7 +168,7 @@ int main(int argc, char **argv) {
     gpt2_session_opts o;
     gpt2_session_opts_init(&o);
     o.backend = HJ_BACKEND_CUDA;
-    if (v == 2) o.layers_per_graph = 0;
+    o.layers_per_graph = v == 2 ? 0 : 1;   /* (0 is the session's default on CUDA) */
     side *x = &sd[v];
     if (gpt2_session_create(w, &o, &x->s, &err)) {
       printf("FAILED: %s: %s\n", x->name, err.msg);

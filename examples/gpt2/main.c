@@ -66,7 +66,8 @@ static const char USAGE[] =
     "                       bytes used over the file's mapping and copied\n"
     "  --vocab DIR          encoder.json + vocab.bpe, or Hugging Face's vocab.json +\n"
     "                       merges.txt (default: beside the model, else GPT-2's)\n"
-    "  --layers-per-graph N blocks per compiled graph (default 1; 0: the whole model)\n"
+    "  --layers-per-graph N blocks per compiled graph, 0: the whole model (default: 0 on\n"
+    "                       the GPU, 1 on the CPU)\n"
     "  --layouts L          kernel (default): each matrix in the layout the CPU kernels\n"
     "                       read fastest (on the CPU, the matmul's panel order); plain:\n"
     "                       the fastest of (in, out) and (out, in); stored: as the file\n"
@@ -115,7 +116,7 @@ static bool parse_double(const char *s, double *out) {
 
 /* Returns 0, or the exit status for a bad command line (message printed). */
 static int parse_args(int argc, char **argv, args *a) {
-  *a = (args){.tokens = 64, .layers_per_graph = 1, .backend = HJ_BACKEND_AUTO};
+  *a = (args){.tokens = 64, .layers_per_graph = -1, .backend = HJ_BACKEND_AUTO};
   gpt2_sampler_opts_init(&a->so);
   for (int i = 1; i < argc; i++) {
     char flag[64];

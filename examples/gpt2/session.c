@@ -59,6 +59,7 @@ struct gpt2_session {
   bool lm_head_bf16;        /* lm_head is kept in bf16 (WEIGHTS) */
   int64_t lm_head_panel[2]; /* lm_head in the CPU's panel order: kc, nr (else 0) */
   bool panels;              /* block matrices in the CPU's panel order where it has one */
+  hj_backend_t backend;     /* where the executables run (AUTO resolved) */
   hj_buffer_t **lw; /* L x 12, in gpt2_layer's order */
   exe_entry **exe;
   int n_exe;
@@ -85,7 +86,7 @@ static int hj_fail(gpt2_session *s, gpt2_err *err, const char *what) {
 
 void gpt2_session_opts_init(gpt2_session_opts *o) {
   *o = (gpt2_session_opts){.backend = HJ_BACKEND_AUTO, .num_threads = 0,
-                           .layers_per_graph = 1, .verify_dir = NULL,
+                           .layers_per_graph = -1, .verify_dir = NULL,
                            .kernel_layouts = true, .panels = true, .prefill_jit = true, .zero_copy = false,
                            .keep_bf16 = true};
 }
@@ -207,22 +208,23 @@ static gpt2_layout kept_layout(const gpt2_session *s, int i, gpt2_layout stored)
   return i == 10 ? GPT2_OUT_IN : GPT2_IN_OUT; // fcprojw (out, in); qkvw, attprojw, fcw (in, out)
 }
 
-/* Do this context's executables run on the CPU backend? AUTO picks per compile (the first
-   backend that compiles a graph), so a one-op graph asks it. */
-static bool runs_on_cpu(gpt2_session *s) {
-  if (s->o.backend != HJ_BACKEND_AUTO) return s->o.backend == HJ_BACKEND_CPU;
+/* The backend this context's executables run on. AUTO picks per compile (the first
+   backend that compiles a graph), so a one-op graph asks it (AUTO when even that fails:
+   the real compiles will say why). */
+static hj_backend_t resolved_backend(gpt2_session *s) {
+  if (s->o.backend != HJ_BACKEND_AUTO) return s->o.backend;
   hj_graph_t *g = NULL;
   hj_exec_t *e = NULL;
-  bool cpu = false;
+  hj_backend_t b = HJ_BACKEND_AUTO;
   if (!hj_graph_create(s->ctx, "probe", &g)) {
     hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(1), "x");
     hj_graph_output(g, hj_add(x, x));
-    cpu = !hj_compile(g, &e) && hj_exec_backend(e) == HJ_BACKEND_CPU;
+    if (!hj_compile(g, &e)) b = hj_exec_backend(e);
   }
   hj_exec_destroy(e);
   hj_graph_destroy(g);
   hj_ctx_clear_error(s->ctx);
-  return cpu;
+  return b;
 }
 
 /* Is |t| used over the loader's mapping (WEIGHTS)? With zero_copy, every f32 tensor kept
@@ -258,7 +260,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
   /* bf16 matrices stay bf16 where a matmul reads them (not wte when the embedding's gather
      reads it too), on the CPU backend only (WEIGHTS; AUTO: where it resolves to the CPU) */
   const bool any16 = w->wte.dtype == GPT2_BF16 || (L > 0 && w->layer[0].qkvw.dtype == GPT2_BF16);
-  const bool cpu = runs_on_cpu(s), k16 = s->o.keep_bf16 && any16 && cpu;
+  const bool cpu = s->backend == HJ_BACKEND_CPU, k16 = s->o.keep_bf16 && any16 && cpu;
   s->panels = s->o.kernel_layouts && s->o.panels && !s->o.zero_copy && cpu;
   const bool head_reads_wte = !s->o.kernel_layouts; // else the head has its own copy
   if (tensor_buffer(s, &w->wte, false, false, use_mapping(s, &w->wte, head_reads_wte, cpu),
@@ -303,6 +305,7 @@ static int load_weights(gpt2_session *s, gpt2_err *err) {
 
 static int make_stages(gpt2_session *s, gpt2_err *err) {
   int L = s->cfg.L, G = s->o.layers_per_graph;
+  if (G < 0) G = s->backend == HJ_BACKEND_CUDA ? 0 : 1;   /* STAGES */
   int n = G <= 0 ? 1 : 2 + (L + G - 1) / G;
   s->st = calloc((size_t)n, sizeof *s->st);
   if (!s->st) return gpt2_errf(err, "out of memory");
@@ -692,6 +695,7 @@ int gpt2_session_create(const gpt2_weights *w, const gpt2_session_opts *o, gpt2_
   }
   for (int64_t b = 16; b < s->cfg.max_T && s->n_buckets < 31; b *= 2) s->buckets[s->n_buckets++] = b;
   s->buckets[s->n_buckets++] = s->cfg.max_T;
+  s->backend = resolved_backend(s);
   if (load_weights(s, err) || make_stages(s, err)) goto done;
   rc = 0;
 done:

@@ -4,12 +4,20 @@
 
    // L layers, C channels, NH heads, hs head size, V vocab, maxT context
 
-   STAGES. The network runs as a chain of graphs: by default an embedding graph, one block
-   graph (compiled once per bucket, run for every layer with that layer's weights) and a
-   head graph, so a bucket costs three small compiles instead of one large one (for the
-   124M shape one block compiles in about 1.3 s, the whole 12-layer graph in 21 s on this
-   machine). |layers_per_graph| N puts N blocks in each block graph; 0 makes the whole
-   model one graph (embedding, every block and the head).
+   STAGES. The network runs as a chain of graphs: an embedding graph, one block graph
+   (compiled once per bucket, run for every layer with that layer's weights) and a head
+   graph (|layers_per_graph| 1, the default on the CPU backend and the evaluator); N puts
+   N blocks in each block graph; 0 makes the whole model one graph (embedding, every block
+   and the head: the default on the CUDA backend). Compiles cost about the same either
+   way, since structurally identical fusions share one kernel (GPT-2 124M, CPU, disk cache
+   off, a 64-token prompt and its decode bucket: 0.40-0.43 s per block against 0.39-0.40
+   whole, two runs each), and on the CPU the whole graph gained nothing (bench_gpt2, one
+   run each: decode at 2 threads 0.89 of the bandwidth bound per block, 0.84 whole). On
+   the CUDA backend every hj_exec_run synchronises and a block graph run with each layer's
+   weights updates its nodes on every run, so a decode step per block is 14 runs, graph
+   launches and synchronisations, against one with the whole model, whose graph nodes
+   never change; its host-side compile took 0.61 s against 0.39 per block (the 124M shape
+   on the CUDA test double). bench_gpt2_gpu times both on a GPU.
 
    BUCKETS. A prefill of n tokens runs through hlojit's tracing JIT (hj_jit_call): each
    prefill stage is one hj_jit whose rows dim is HJ_DYN(maxT), in buckets 16, 32, 64, ...,
@@ -124,7 +132,8 @@
 typedef struct gpt2_session_opts {
   hj_backend_t backend;   /* default HJ_BACKEND_AUTO */
   int num_threads;        /* 0: all cores (default) */
-  int layers_per_graph;   /* default 1; 0: the whole model in one graph */
+  int layers_per_graph;   /* blocks per graph (STAGES); 0: the whole model in one graph;
+                             default -1: 0 on the CUDA backend, 1 elsewhere */
   const char *verify_dir; /* NULL (default): no verify output */
   bool kernel_layouts;     /* default true: matrices in the layouts of LAYOUTS; false: as
                               the file stores them */

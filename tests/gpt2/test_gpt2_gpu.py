@@ -6,13 +6,14 @@ On the double (tests/cuda_double: the driver's host side is real, kernels never 
 device of compute capability 8.0 and one of 9.0: a prefill and decode steps of the small
 random config and of the bundled model compile for the CUDA backend (--stats says
 backend=cuda), decode steps compile nothing once the first has run (three steps and twelve
-make the same compiles), and every kernel's PTX (HLOJIT_DUMP_TO) is assembled by NVIDIA's
+make the same compiles: two, the whole model's prefill and decode graphs; six per block), and every kernel's PTX (HLOJIT_DUMP_TO) is assembled by NVIDIA's
 ptxas for the arch its .target names. Skipped, saying so, without the double
 (build/tests/libcuda_double.so, or $HLOJIT_CUDA_DOUBLE) or without ptxas ($HLOJIT_PTXAS,
 $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas).
 
 On a GPU (--backend cuda): the bundled model (30 steps), the small config as llm.c f32 and
-as safetensors, and the 124M shape (HLOJIT_GPT2_124M=0 leaves it out), each step's
+as safetensors (the whole model one graph, the default on CUDA) and as llm.c run per block,
+and the 124M shape (HLOJIT_GPT2_124M=0 leaves it out), each step's
 embeddings, every block's residual and the logits against tests/reference/gpt2.py within
 the CPU's limits (1e-4 relative, 1e-3 absolute for the logits) and the greedy ids
 identical. Skipped, saying so, where `hlojit run --backend cuda` finds no device. With
@@ -77,19 +78,21 @@ def test_cuda_host_side_on_double(small, tmp_path, cc, which):
     else:
         model, ids = small["llmc"], PROMPT
     compiles = {}
-    for tokens in (3, 12):
-        dump = tmp_path / f"dump{tokens}"
+    # the default split on CUDA is the whole model (session.h, STAGES); per block as well
+    for tokens, split in ((3, []), (12, []), (12, ["--layers-per-graph", "1"])):
+        dump = tmp_path / f"dump{tokens}{len(split)}"
         r = gpt2(["--model", model, "--ids", ids, "--tokens", tokens, "--greedy", "--backend", "cuda",
-                  "--print-ids", "--stats"], double_env(cc, dump))
+                  "--print-ids", "--stats"] + split, double_env(cc, dump))
         assert r.returncode == 0, r.stderr[-3000:]
         m = STATS.search(r.stderr)
         assert m and "backend=cuda" in r.stderr, r.stderr[-2000:]
-        compiles[tokens] = int(m.group(1))
+        compiles[tokens, len(split)] = int(m.group(1))
         assert len(r.stdout.strip().split(",")) == tokens, r.stdout
-    assert compiles[3] == compiles[12] > 0, f"decode steps compiled again: {compiles}"
+    assert compiles[3, 0] == compiles[12, 0] == 2, f"one prefill and one decode graph: {compiles}"
+    assert compiles[12, 2] == 6, f"embedding, block and head, prefill and decode: {compiles}"
     ptxas = ptxas_path()
-    ptx = sorted((tmp_path / "dump12").glob("*.ptx"))
-    assert len(ptx) >= compiles[12], (compiles, [p.name for p in ptx])
+    ptx = sorted((tmp_path / "dump120").glob("*.ptx")) + sorted((tmp_path / "dump122").glob("*.ptx"))
+    assert len(ptx) >= compiles[12, 0] + compiles[12, 2], (compiles, [p.name for p in ptx])
     want = f"sm_{cc[0]}{cc[1]}"
     entries = 0
     for p in ptx:
@@ -101,7 +104,8 @@ def test_cuda_host_side_on_double(small, tmp_path, cc, which):
                            capture_output=True, text=True, timeout=300)
         assert a.returncode == 0, f"ptxas rejected {p.name}: {a.stderr[-2000:]}"
     gen_tests.report(f"cuda on the double, {which}, {want}: {len(ptx)} PTX modules, {entries} kernels "
-                     f"assembled by ptxas; {compiles[12]} compiles for 3 or 12 steps")
+                     f"assembled by ptxas; {compiles[12, 0]} compiles for 3 or 12 steps (whole model), "
+                     f"{compiles[12, 2]} per block")
 
 
 # ---- on a GPU (or, for the dry run, on the double, where the comparison must fail) -------
@@ -127,8 +131,8 @@ NO_GPU = cuda_device()
 gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"skipped: no GPU: {NO_GPU}")
 
 
-def verify_cuda(model, tmp, name, monkeypatch, tokens=gen_tests.STEPS, ids=PROMPT, ref_model=None):
-    args = ["--backend", "cuda"]
+def verify_cuda(model, tmp, name, monkeypatch, tokens=gen_tests.STEPS, ids=PROMPT, ref_model=None, extra=()):
+    args = ["--backend", "cuda"] + list(extra)
     if not ON_DOUBLE:
         return gen_tests.verify(model, args, tmp, tokens=tokens, ids=ids, ref_model=ref_model,
                                 name=f"{name}, cuda")
@@ -155,9 +159,13 @@ def test_cuda_verify_bundled(tmp_path, monkeypatch):
 
 
 @gpu
-@pytest.mark.parametrize("fmt", ["llmc", "hf"])
-def test_cuda_verify_small(small, tmp_path, monkeypatch, fmt):
-    verify_cuda(small[fmt], tmp_path, f"small {fmt}", monkeypatch, ref_model=small["llmc"])
+@pytest.mark.parametrize("fmt,split", [("llmc", ""), ("hf", ""), ("llmc", "1")],
+                         ids=["llmc", "hf", "llmc-per-block"])
+def test_cuda_verify_small(small, tmp_path, monkeypatch, fmt, split):
+    # the default split on CUDA is the whole model; "1": a block graph run per layer
+    extra = ["--layers-per-graph", split] if split else []
+    verify_cuda(small[fmt], tmp_path, f"small {fmt}{', per block' if split else ''}", monkeypatch,
+                ref_model=small["llmc"], extra=extra)
 
 
 @gpu
