@@ -339,8 +339,9 @@ static void red_full_rows(emit_fn *f, const red_plan *p, const emit_index *kidx,
     LLVMValueRef lin = row ? LLVMBuildNUWAdd(b, base, l.iv, "lin")
                            : emit_linear_index(f, &h->ins->operands[0]->shape, &idx);
     int nov = f->noverrides;   /* the stashed values, loaded before any leaf is stored */
-    for (int s = 0; s < p->nstash; s++) {
-      if (p->stash[s].hero != hi || f->noverrides == (int)(sizeof f->override_ins2 / sizeof f->override_ins2[0]))
+    for (int s = 0; s < p->nstash; s++) {   /* (stored while hero stash.hero visited it) */
+      if (p->leaf[p->stash[s].leaf].hero != hi ||
+          f->noverrides == (int)(sizeof f->override_ins2 / sizeof f->override_ins2[0]))
         continue;   /* no slot left: the leaf recomputes S (the same bits) */
       const red_leaf *sl = &p->leaf[p->stash[s].leaf];
       f->override_ins2[f->noverrides] = p->stash[s].ins;

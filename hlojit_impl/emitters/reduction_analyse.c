@@ -322,28 +322,39 @@ static void red_walk(const red_plan *p, const hlo_instr *ins, const hlo_shape *d
     red_walk(p, ins->operands[k], dims, elem && red_same_dims(&ins->operands[k]->shape, dims), id, far);
 }
 
-/* The stashes of the top comment: per FULL leaf of a one-result hero, the last costly value
-   in program order that qualifies (softmax: the exp). */
+/* The stashes of the top comment: per FULL leaf, the last costly value in program order
+   that qualifies (softmax: the exp) in the input of a one-result hero over the leaf's
+   shape — not necessarily the leaf's own hero: in a chained softmax {max, sum of exp(x -
+   max), exp(..) / sum} the leaf belongs to the max (the first hero over its shape) and the
+   exp is stored while the sum visits the element. Every hero over the leaf's shape visits
+   every element of it, and a value a hero's input reads depends only on heroes before it,
+   so the value stored is the one the leaf computes. */
 static void red_find_stashes(const hlo_instr *fusion, red_plan *p) {
   const hlo_comp *c = fusion->calls[0];
   for (int i = 0; i < p->nleaves && p->nstash < RED_MAX_STASH; i++) {
     const red_leaf *l = &p->leaf[i];
-    if (l->kind != RED_LEAF_FULL || p->h[l->hero].n != 1 || (l->type != HLO_F32 && l->type != HLO_F64))
-      continue;
-    red_vis *lid = NULL, *lfar = NULL, *hid = NULL, *hfar = NULL;
+    if (l->kind != RED_LEAF_FULL || (l->type != HLO_F32 && l->type != HLO_F64)) continue;
+    red_vis *lid = NULL, *lfar = NULL;
     red_walk(p, l->ins, &l->shape, true, &lid, &lfar);
-    red_walk(p, p->h[l->hero].ins->operands[0], &l->shape, true, &hid, &hfar);
     const hlo_instr *pick = NULL;
-    for (ptrdiff_t k = 0; k < arrlen(c->instrs); k++) {
-      const hlo_instr *x = c->instrs[k];
-      if (red_costly(x->op) && x->shape.type == l->type && red_same_dims(&x->shape, &l->shape) &&
-          hmgeti(lid, x) >= 0 && hmgeti(lfar, x) < 0 && hmgeti(hid, x) >= 0)
-        pick = x;
+    int hero = -1;
+    for (int h = 0; h < p->nh && !pick; h++) {
+      const hlo_instr *in = p->h[h].ins->operands[0];
+      if (p->h[h].n != 1 || !red_same_dims(&in->shape, &l->shape)) continue;
+      red_vis *hid = NULL, *hfar = NULL;
+      red_walk(p, in, &l->shape, true, &hid, &hfar);
+      for (ptrdiff_t k = 0; k < arrlen(c->instrs); k++) {
+        const hlo_instr *x = c->instrs[k];
+        if (red_costly(x->op) && x->shape.type == l->type && red_same_dims(&x->shape, &l->shape) &&
+            hmgeti(lid, x) >= 0 && hmgeti(lfar, x) < 0 && hmgeti(hid, x) >= 0)
+          pick = x, hero = h;
+      }
+      hmfree(hid), hmfree(hfar);
     }
     for (int s = 0; s < p->nstash && pick; s++)
       if (p->stash[s].ins == pick) pick = NULL;   /* another leaf's stash serves this one */
-    if (pick) p->stash[p->nstash++] = (struct red_stash){ pick, i, l->hero };
-    hmfree(lid), hmfree(lfar), hmfree(hid), hmfree(hfar);
+    if (pick) p->stash[p->nstash++] = (struct red_stash){ pick, i, hero };
+    hmfree(lid), hmfree(lfar);
   }
 }
 

@@ -52,7 +52,8 @@ typedef struct red_plan {
   int64_t Cm, Co, nb, cb;   /* column: minor kept dim, outer kept count, blocks per row,
                                columns per block */
   red_vis *mask;            /* analysis memo: instruction -> the heroes it reads */
-  struct red_stash { const hlo_instr *ins; int leaf, hero; } stash[RED_MAX_STASH];
+  struct red_stash { const hlo_instr *ins; int leaf, hero; } stash[RED_MAX_STASH];   /* hero: the
+                               pass that stores it (the leaf's own hero or another over its shape) */
   int nstash;               /* costly values kept in a FULL leaf's buffer (red_find_stashes) */
 } red_plan;
 

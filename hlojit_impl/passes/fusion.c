@@ -28,7 +28,9 @@
        reduced value must reach the user's root through elementwise ops on the reduced
        shape (reshapes that add or drop size-1 dims included) — or, "row normalisation",
        when the reduce is over trailing dims, through one broadcast back to the reduce's
-       input shape followed by elementwise ops on that shape (softmax, layer norm). The
+       input shape followed by elementwise ops on that shape (softmax, layer norm), and
+       through reduces of the same rows there ("chained rows": back to the row value,
+       and on from it by the same rules; the user may hold such reduces already). The
        contract for the reduction emitter: compute the reduce once per row, then evaluate
        the root at each element of the row with the reduce overridden by the row's value
        (emit.h); emit_classify sends such fusions to the reduction emitter, which does.
@@ -43,8 +45,11 @@
    F's root through broadcast then divide: F absorbs s as a row-normalisation epilogue (F
    becomes kInput); e's users, s and y, are both inside F now, so e joins F without being
    duplicated (an exp with two users in different kernels would have stayed a kernel); d
-   and mb join F; m's single user F already has a reduce hero: m stays.
-   Result: two kernels, m = reduce-max(x) and F = {sum(exp(x - mb)), exp(..)/broadcast(sum)}.
+   and mb join F; m's single user is F, whose reduce s reduces the same rows and reads m's
+   row value through mb (a chained row, fus_row_reduce): m joins F too.
+   Result: one kernel, F = {m = max(x), s = sum(exp(x - mb)), exp(..) / broadcast(s)}, which
+   the reduction emitters compute per row in that order (m, then s reading m's row value,
+   then the output); layer norm's mean and variance likewise.
    Env: HLOJIT_FUSION_ROW_NORM=0 turns the row-normalisation epilogue off. */
 #include "passes.h"
 #include <stdlib.h>
@@ -335,6 +340,19 @@ static bool fus_row_broadcast(const fus_rcx *r, const hlo_instr *b) {
   return nmap == kept;
 }
 
+/* Chained rows: a reduce over the same rows as |r|'s (the same input dims, the same reduced
+   dims, one result) that reads the broadcast row value — layer norm's variance reading the
+   mean, softmax's sum reading the max. The emitters compute a row's heroes in dependency
+   order, each later one reading the earlier ones' row values (reduction.c). */
+static bool fus_row_reduce(const fus_rcx *r, const hlo_instr *u) {
+  const hlo_instr *red = r->red;
+  if (!r->row_norm || u->op != HLO_OP_REDUCE || u->noperands != 2 || red->noperands != 2) return false;
+  if (!hlo_same_dims(&u->operands[0]->shape, &red->operands[0]->shape) || u->dims.n != red->dims.n) return false;
+  for (int i = 0; i < u->dims.n; i++)
+    if (!hlo_ints_has(red->dims, u->dims.v[i])) return false;
+  return true;
+}
+
 /* Every use of |x| (state |st|) inside |fc| reaches the root along an allowed path. */
 static bool fus_epi_walk(const fus_rcx *r, const hlo_comp *fc, const hlo_instr *x, fus_state st) {
   for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {
@@ -349,6 +367,8 @@ static bool fus_epi_walk(const fus_rcx *r, const hlo_comp *fc, const hlo_instr *
       next = FUS_ROW;
     else if (st == FUS_ROW && u->op == HLO_OP_BROADCAST && fus_row_broadcast(r, u))
       next = FUS_FULL;
+    else if (st == FUS_FULL && u->operands[0] == x && fus_row_reduce(r, u))
+      next = FUS_ROW;
     else
       return false;
     if (!fus_epi_walk(r, fc, u, next)) return false;
@@ -374,13 +394,20 @@ static bool fus_rcx_init(fus_rcx *r, const hlo_instr *p, const hlo_instr *red, f
   return *st == FUS_ROW || hlo_same_dims(&p->shape, &red->operands[0]->shape);
 }
 
-/* May reduce producer |p| (reduce |red|) join fusion |f| as its epilogue? */
+/* May reduce producer |p| (reduce |red|) join fusion |f| as its epilogue? |f| may hold
+   reduces already where every one is a chained row of |red|'s (fus_row_reduce), and the
+   walk then reaches them from |p| (fus_epi_walk); no dot, no real transpose. */
 static bool fus_epilogue_ok(const hlo_instr *f, const hlo_instr *p, const hlo_instr *red) {
   const hlo_comp *fc = f->calls[0];
-  if (hlo_fusion_hero(fc) || !hlo_shape_is_array(&fc->root->shape)) return false;
+  if (!hlo_shape_is_array(&fc->root->shape)) return false;
   fus_rcx r;
   fus_state st;
   if (f->noperands > FUS_MAX_OPERANDS || !fus_rcx_init(&r, p, red, &st)) return false;
+  for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {
+    const hlo_instr *x = fc->instrs[i];
+    if (x->op == HLO_OP_DOT || hlo_transpose_is_real(x) || (x->op == HLO_OP_REDUCE && !fus_row_reduce(&r, x)))
+      return false;
+  }
   for (int k = 0; k < f->noperands; k++)
     if (f->operands[k] == p && !fus_epi_walk(&r, fc, fc->params[k], st)) return false;
   return true;

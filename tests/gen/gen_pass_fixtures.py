@@ -7,10 +7,10 @@ random inputs and compare the evaluator on the module before and after the passe
 .npy files are written.
 
   gelu_tanh.hlo      jax.nn.gelu(approximate=True) on f32[64,768]        -> 1 kernel
-  softmax.hlo        softmax over the last dim of f32[8,64,64]           -> <= 2 kernels
-  layernorm.hlo      layer norm over the last dim of f32[64,768], g, b   -> <= 2 kernels
+  softmax.hlo        softmax over the last dim of f32[8,64,64]           -> 1 kernel
+  layernorm.hlo      layer norm over the last dim of f32[64,768], g, b   -> 1 kernel
   moments.hlo        (mean, mean of squares) of f32[64,768]              -> 1 kernel (siblings)
-  gpt2_block.hlo     one GPT-2 block, T=64, C=768, 12 heads              -> <= 14 kernels
+  gpt2_block.hlo     one GPT-2 block, T=64, C=768, 12 heads              -> <= 11 kernels
   gpt2_small.hlo     GPT-2 small forward (12 layers, T=64, vocab 50257)  -> peak bytes figure
 
 The attention is written the way flax writes it: q, k, v stay [T, H, D] and the einsums

@@ -1,7 +1,8 @@
 """Kernel counts of the optimised module printed by `hlojit opt MODULE.hlo` (the pass
 pipeline with the fusion passes) on the JAX-made modules of tests/fixtures/hlo_pass
-(tests/gen/gen_pass_fixtures.py): GELU one kernel, softmax and layer norm at most two, a
-GPT-2 block at most 14 with the MLP's bias and GELU inside a kOutput (matmul) fusion.
+(tests/gen/gen_pass_fixtures.py): GELU one kernel, softmax and layer norm one each (their two
+reduces chained in one row kernel), a GPT-2 block at most 11 with the MLP's bias and GELU
+inside a kOutput (matmul) fusion.
 
 The count is hlo_count_kernels (passes/fusion.c) when the tool prints it (a line
 "kernels: N"); otherwise the same rule is applied to the printed ENTRY: every instruction
@@ -65,8 +66,8 @@ def kernels(stdout, stderr):
 
 
 @pytest.mark.parametrize("name,most,least", [
-    ("gelu_tanh", 1, 1), ("softmax", 2, 1), ("layernorm", 2, 1), ("moments", 1, 1),
-    ("gpt2_block", 14, 1),
+    ("gelu_tanh", 1, 1), ("softmax", 1, 1), ("layernorm", 1, 1), ("moments", 1, 1),
+    ("gpt2_block", 11, 1),
 ])
 def test_kernel_count(name, most, least):
     out, err = optimise(name)

@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include "tests/cuda_double/cuda_double.h"
 
-/* softmax rows: two reduction kernels, an arena buffer between them and the exp through
-   hlojit's own math (the backend and code-cache tests) */
+/* softmax rows: one reduction kernel (the max and the sum chained per row) and the exp
+   through hlojit's own math (the backend and code-cache tests) */
 static const char cu_softmax_hlo[] =
     "HloModule sm\n"
     "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"

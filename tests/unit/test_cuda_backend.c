@@ -75,6 +75,23 @@ static const char tb_sort[] =
     "  ROOT s = f32[64] sort(x), dimensions={0}, to_apply=lt\n"
     "}\n";
 
+/* two kernels with an arena buffer between them, both reading x: the rows' max, then the
+   columns' sums of exp(x - max) (a reduce of other rows: not chained into one kernel) */
+static const char tb_two_kernels[] =
+    "HloModule two\n"
+    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
+    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+    "ENTRY main {\n"
+    "  x = f32[16,128] parameter(0)\n"
+    "  ninf = f32[] constant(-inf)\n"
+    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
+    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
+    "  d = f32[16,128] subtract(x, mb)\n"
+    "  e = f32[16,128] exponential(d)\n"
+    "  z = f32[] constant(0)\n"
+    "  ROOT s = f32[128] reduce(e, z), dimensions={0}, to_apply=ad\n"
+    "}\n";
+
 static const char tb_dot[] =
     "HloModule mm\n"
     "ENTRY main {\n"
@@ -339,7 +356,7 @@ static void tb_same_args(tb_run a, tb_run b, uintptr_t old, uintptr_t now) {
 static void test_graph_record_replay_update(void **state) {
   tb_double(NULL);
   hj_ctx_t *ctx = tb_ctx(HJ_BACKEND_CUDA);
-  hj_module_t *m = tb_parse(ctx, cu_softmax_hlo);
+  hj_module_t *m = tb_parse(ctx, tb_two_kernels);
   hj_exec_t *e = tb_compile(ctx, m);
   hj_buffer_t *x = tb_f32(ctx, HJ_SHAPE(16, 128), 0), *x2 = tb_f32(ctx, HJ_SHAPE(16, 128), 5), *out = NULL;
   tb_run r1 = tb_do(ctx, e, &x, 1, &out, 1);
