@@ -187,7 +187,7 @@ fi
 
 # ---- summary -----------------------------------------------------------------------------------------
 say "results:"
-grep -hE "^hlojit cuda: gemm |^matmul |^elementwise |^GPT-2 block|^== bench_gpu|^graphs  |^plain launches  |^whole model  |^GPT-2 \(L=|^decode: |^logits of the decode|^== bench_gpt2_gpu|^verify .*cuda|^cuda on the double" "$LOG" | \
+grep -hE "^hlojit cuda: gemm |^matmul |^elementwise |^GPT-2 block|^== bench_gpu|^block graphs  |^block, plain  |^whole model  |^GPT-2 \(L=|^decode: |^logits of the decode|^== bench_gpt2_gpu|^verify .*cuda|^cuda on the double" "$LOG" | \
   sed 's/^/  /' | tee -a "$REPORT" > /dev/null
 grep -hE "on the GPU: [0-9]+ modules|passed|failed|skipped|SKIPPED|FAILED  \]" "$LOG" | grep -vE "^=== " | \
   grep -E "modules|[0-9]+ (passed|failed|skipped)|FAILED  \]" | sed 's/^/  /' | tail -30 | tee -a "$REPORT" > /dev/null
