@@ -106,8 +106,15 @@ static void ge_config(gpt2_config cfg) {
       for (int blas = 0; blas < 2; blas++) {
         hj_buffer_t **in = cb_inputs(ref, m, 7 + k);
         ge_fix_ints(in, &sig, sp, cfg.V, sp->phase == GPT2_DECODE ? 37 : 0);
+        int before = t.kernels;
         ce_check(what, m, in, ref, &emu, &t, blas);
         cb_free_bufs(in, hj_module_num_inputs(m));
+        /* A decode block is 12 kernels, each a graph node run per layer (the GPU's decode
+           time is mostly their count): six matmuls (the skinny kernel, epilogues fused),
+           two layer norms and the softmax (one kernel each: chained rows), the qkv split,
+           two cache updates. */
+        if (sp->phase == GPT2_DECODE && sp->n_blocks == 1 && !blas && t.kernels - before != 12)
+          fail_msg("%s: %d kernels, expected 12", what, t.kernels - before);
       }
       hj_module_destroy(m);
       hj_graph_destroy(g);
