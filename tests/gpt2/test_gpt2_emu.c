@@ -13,7 +13,8 @@
    caches donated: one buffer in and out, as the runtime passes them). Each with
    the tiled matmul kernel and with the library path (a host gemm + the epilogue kernel).
    Inputs are random (cpu_testutil.h's cb_inputs), but ids lie in [0, V) and positions are
-   valid. Under ASan: skipped, saying so (the emulator switches stacks). */
+   valid. Also: a decode block is 12 kernels (its graph nodes on a GPU). Under ASan:
+   skipped, saying so (the emulator switches stacks). */
 #include "testutil.h"
 #include "cpu_testutil.h"
 #include "model.h"
