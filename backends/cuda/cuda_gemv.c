@@ -193,7 +193,8 @@ static void gv_emit_kn(gv *x) {
   const cuda_matmul_spec *s = x->s;
   const int M = (int)s->m, L = x->L, S = GV_THREADS / L, W = 4 * L;   /* W: columns a block */
   LLVMValueRef tid = gv_zext(x, x->tid);
-  LLVMValueRef cg = LLVMBuildURem(x->b, tid, gv_i64(x, L), "cg"), ks = LLVMBuildUDiv(x->b, tid, gv_i64(x, L), "ks");
+  LLVMValueRef cg = LLVMBuildURem(x->b, tid, gv_i64(x, L), "cg");
+  LLVMValueRef ks = LLVMBuildUDiv(x->b, tid, gv_i64(x, L), "ks");
   LLVMValueRef col0 = gv_mul(x, gv_zext(x, x->bx), W);
   LLVMValueRef col = gv_add(x, col0, gv_mul(x, cg, 4));
   LLVMValueRef acc[4 * CUDA_GEMV_MAX_M];
@@ -224,7 +225,8 @@ static void gv_emit_kn(gv *x) {
   for (int off = 16; off >= L; off /= 2)
     for (int a = 0; a < 4 * M; a++) acc[a] = gv_shfl_add(x, acc[a], off);
   /* lanes 0 .. L-1 of each warp: red[warp][m][4 cg + j] */
-  LLVMValueRef lane = LLVMBuildURem(x->b, tid, gv_i64(x, 32), ""), warp = LLVMBuildUDiv(x->b, tid, gv_i64(x, 32), "");
+  LLVMValueRef lane = LLVMBuildURem(x->b, tid, gv_i64(x, 32), "");
+  LLVMValueRef warp = LLVMBuildUDiv(x->b, tid, gv_i64(x, 32), "");
   LLVMBasicBlockRef synced = LLVMAppendBasicBlockInContext(x->c, x->fn, "synced");
   gv_if(x, gv_lt(x, lane, L), synced);
   LLVMTypeRef redt = LLVMGlobalGetValueType(x->red);
@@ -244,7 +246,8 @@ static void gv_emit_kn(gv *x) {
   gv_if(x, LLVMBuildAnd(x->b, gv_lt(x, tid, (int64_t)M * W), gv_lt(x, c, s->n), ""), out);
   LLVMValueRef sum = NULL;
   for (int w = 0; w < GV_WARPS; w++) {
-    LLVMValueRef idx[2] = { gv_i64(x, 0), gv_add(x, gv_mul(x, m, W), gv_add(x, cc, gv_i64(x, (int64_t)w * M * W))) };
+    LLVMValueRef at = gv_add(x, gv_mul(x, m, W), gv_add(x, cc, gv_i64(x, (int64_t)w * M * W)));
+    LLVMValueRef idx[2] = { gv_i64(x, 0), at };
     LLVMValueRef v = LLVMBuildLoad2(x->b, x->f32, LLVMBuildGEP2(x->b, redt, x->red, idx, 2, ""), "");
     LLVMSetAlignment(v, 4);
     sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;

@@ -264,7 +264,8 @@ static void tg_run(const tg_case *tc, cuda_arch arch) {
   cuda_ptxas_kernel *k = tm_assemble(ptx, tc->what, arch, &info);
   if (k) {
     if (k->spill_stores || k->spill_loads)
-      fail_msg("%s %s: %d bytes spilled at %d registers", tc->what, cuda_arch_name(arch), k->spill_stores, k->registers);
+      fail_msg("%s %s: %d bytes spilled at %d registers", tc->what, cuda_arch_name(arch), k->spill_stores,
+               k->registers);
     assert_int_equal(k->shared_bytes, (int)l.shared_bytes);
     print_message("%-30s %-6s groups %d grid %5ux%-3u %3d regs %5d B smem\n", tc->what, cuda_arch_name(arch),
                   l.gemv_groups, l.grid[0], l.grid[2], k->registers, k->shared_bytes);
