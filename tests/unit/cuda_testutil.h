@@ -21,19 +21,23 @@
 #include <sys/stat.h>
 #include "tests/cuda_double/cuda_double.h"
 
+/* The start of a module over x: f32[16,128]: the reducers, the rows' max m and
+   e = exp(x - m); the test modules end it their way. */
+#define CU_ROW_EXP_HLO(name)                                                                  \
+  "HloModule " name "\n"                                                                     \
+  "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"  \
+  "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"      \
+  "ENTRY main {\n"                                                                           \
+  "  x = f32[16,128] parameter(0)\n"                                                         \
+  "  ninf = f32[] constant(-inf)\n"                                                          \
+  "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"                             \
+  "  mb = f32[16,128] broadcast(m), dimensions={0}\n"                                        \
+  "  d = f32[16,128] subtract(x, mb)\n"                                                      \
+  "  e = f32[16,128] exponential(d)\n"
 /* softmax rows: one reduction kernel (the max and the sum chained per row) and the exp
    through hlojit's own math (the backend and code-cache tests) */
 static const char cu_softmax_hlo[] =
-    "HloModule sm\n"
-    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
-    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
-    "ENTRY main {\n"
-    "  x = f32[16,128] parameter(0)\n"
-    "  ninf = f32[] constant(-inf)\n"
-    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
-    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
-    "  d = f32[16,128] subtract(x, mb)\n"
-    "  e = f32[16,128] exponential(d)\n"
+    CU_ROW_EXP_HLO("sm")
     "  z = f32[] constant(0)\n"
     "  s = f32[16] reduce(e, z), dimensions={1}, to_apply=ad\n"
     "  sb = f32[16,128] broadcast(s), dimensions={0}\n"

@@ -78,16 +78,7 @@ static const char tb_sort[] =
 /* two kernels with an arena buffer between them, both reading x: the rows' max, then the
    columns' sums of exp(x - max) (a reduce of other rows: not chained into one kernel) */
 static const char tb_two_kernels[] =
-    "HloModule two\n"
-    "mx { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT m = f32[] maximum(a, b) }\n"
-    "ad { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
-    "ENTRY main {\n"
-    "  x = f32[16,128] parameter(0)\n"
-    "  ninf = f32[] constant(-inf)\n"
-    "  m = f32[16] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
-    "  mb = f32[16,128] broadcast(m), dimensions={0}\n"
-    "  d = f32[16,128] subtract(x, mb)\n"
-    "  e = f32[16,128] exponential(d)\n"
+    CU_ROW_EXP_HLO("two")
     "  z = f32[] constant(0)\n"
     "  ROOT s = f32[128] reduce(e, z), dimensions={0}, to_apply=ad\n"
     "}\n";
