@@ -555,6 +555,9 @@ typedef struct hj_exec_stats {
   hj_backend_t backend;       /* the backend that runs it (AUTO resolved) */
   int fusions;                /* fusions after the pass pipeline (every nested one too) */
   int kernels_loop, kernels_reduction, kernels_transpose, kernels_matmul, kernels_dus;
+  int inplace_updates;        /* outputs the dus kernels write in place: a dynamic-update-slice
+                                 of a donated or dying buffer writes only its update (a
+                                 decode step: 2 per layer, the k and v caches) */
   int evaluator_fallbacks;    /* fusions the evaluator runs: runtime_ops + unsupported */
   int runtime_ops;            /* of which sort, scatter, reduce-window...: no emitter by design */
   int emit_errors;            /* of which an emitter failed with something else than
@@ -758,7 +761,8 @@ bool hj_buffer_is_read_only(const hj_buffer_t *b);
    An output declared to alias a parameter is written into that parameter's buffer: the
    caller donates the input, and after the run the buffer holds the output's value (JAX's
    donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
-   updated rows (hj_exec_stats: kernels_dus counts it, and no copy thunk is made); an
+   updated rows (hj_exec_stats: inplace_updates counts it, and no copy thunk is made;
+   updates of several caches from one row, as a decode step's k and v, are one kernel); an
    elementwise update (x = x + d) runs in place too. The module prints the pair in its
    header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
    from such text has the alias (whether may- or must-alias, hlojit treats it the same).

@@ -241,10 +241,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_decode: %s: %s\n", hj_status_name(st), hj_ctx_error(ctx));
     return 1;
   }
-  printf("\n  %-8s %6s %10s %5s %7s %10s\n", "variant", "Tc", "ms/step", "dus", "copies", "caches MB");
+  printf("\n  %-8s %6s %10s %8s %7s %10s\n", "variant", "Tc", "ms/step", "inplace", "copies", "caches MB");
   for (int k = 0; k < 4; k++)
-    printf("  %-8s %6d %10.2f %5d %7d %10.1f\n", v[k].donate ? "donated" : "copy", v[k].tc, v[k].best_ms,
-           v[k].st.kernels_dus, v[k].st.copies, 2.0 * BD_L * BD_NH * v[k].tc * BD_HS * 4 / 1e6);
+    printf("  %-8s %6d %10.2f %8d %7d %10.1f\n", v[k].donate ? "donated" : "copy", v[k].tc, v[k].best_ms,
+           v[k].st.inplace_updates, v[k].st.copies, 2.0 * BD_L * BD_NH * v[k].tc * BD_HS * 4 / 1e6);
   double extra = 2.0 * BD_L * (1024 - 256) * BD_C * 4, bound = extra / (bw * 1e9) * 1e3;
   double dd = v[1].best_ms - v[0].best_ms, dc = v[3].best_ms - v[2].best_ms;
   printf("\n  read bandwidth (fresh memory, %d thread%s, best of the rounds): %.1f GB/s\n", nt, nt > 1 ? "s" : "", bw);
@@ -252,10 +252,10 @@ int main(int argc, char **argv) {
   printf("  donated: t(1024) - t(256) = %.2f ms = %.2f x the bound\n", dd, dd / bound);
   printf("  copy:    t(1024) - t(256) = %.2f ms = %.2f x the bound (whole caches written each step)\n", dc,
          dc / bound);
-  bool ok = v[0].st.kernels_dus == 2 * BD_L && v[1].st.kernels_dus == 2 * BD_L && v[0].st.copies == 0 &&
+  bool ok = v[0].st.inplace_updates == 2 * BD_L && v[1].st.inplace_updates == 2 * BD_L && v[0].st.copies == 0 &&
             v[1].st.copies == 0 && dd < 2 * bound;
-  printf("  %s: donated caches updated in place (dus %d, copies %d) and the Tc difference %s 2x the bound\n",
-         ok ? "OK" : "FAILED", v[1].st.kernels_dus, v[1].st.copies, dd < 2 * bound ? "within" : "NOT within");
+  printf("  %s: donated caches updated in place (%d in place, copies %d) and the Tc difference %s 2x the bound\n",
+         ok ? "OK" : "FAILED", v[1].st.inplace_updates, v[1].st.copies, dd < 2 * bound ? "within" : "NOT within");
   bench_load_report(load);
   for (int k = 0; k < 4; k++) {
     for (int j = 0; j < 2 * BD_L; j++) hj_buffer_destroy(v[k].caches[j]);

@@ -15,6 +15,7 @@
 #include "ir/core.c"
 #include "ir/edit.c"
 #include "ir/fingerprint.c"
+#include "ir/inplace.c"
 #include "ir/literal.c"
 #include "ir/opfacts.c"
 #include "ir/shape_infer.c"

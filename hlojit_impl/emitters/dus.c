@@ -1,77 +1,76 @@
-/* dus.c — the in-place dynamic-update-slice emitter: a fusion whose root is (through
-   bitcasts) a dynamic-update-slice of (through bitcasts) fused parameter 0, where the runtime
-   gives output 0 the buffer of operand 0 (emit_kernel_begin(..., dus_inplace = true)). The
-   operand's bytes are already in place, so the kernel writes only the update:
-       out[start + i] = update[i]   for every index i of the update's shape,
+/* dus.c — the in-place dynamic-update-slice emitter: a fusion some of whose output leaves
+   are dynamic-update-slices that the runtime writes over their operand's buffer (bit j of
+   |mask|: buffer assignment gave output j the buffer of the fused parameter that leaf j
+   updates; ir/inplace.c says which leaves may be). That operand's bytes are already in
+   place, so for such a leaf the kernel writes only the update:
+       out_j[start + i] = update[i]   for every index i of the update's shape,
    starts clamped as XLA does: start[d] = clamp(start[d], 0, operand[d] - update[d]).
-   `void NAME(void **bufs, i64 begin, i64 end)`: [begin, end) ranges over the update's outer
-   dims (all but the minor one, linearised); the minor dim is the inner loop.
+   Every other leaf (a sibling the fusion passes merged in: the query slice of a decode
+   step beside its two cache updates) is written whole, from the elemental emitter.
+   Leaf j's *space* is the update's shape (in place) or the leaf's own; the kernel is
+   parallel over u in [0, max_j numel(space_j)), and leaf j handles the u below its own
+   numel, at the index u delinearises to in its space.
 
-   Walk-through, GPT-2 KV cache: cache f32[12,1024,64], update f32[12,1,64], starts (0, t, 0):
-   parallel_n = 12 * 1 = 12; unit u = (h, 0): for i in [0, 64):
-       out[h, clamp(t, 0, 1023), i] = update[h, 0, i]      (768 stores for the whole step)
-   The update comes from the elemental emitter, so producers (select, convert) fuse.
+   CPU: `void NAME(void **bufs, i64 begin, i64 end)`, [begin, end) a range of u; per leaf,
+   the rows (all dims but the minor) the range touches, first and last row partial, the
+   minor dim the inner loop (LLVM vectorises it): one delinearisation per row.
+   GPU (gpu_dus.c): one thread per u, each leaf guarded by u < numel(space_j).
 
-   Preconditions (else HJ_ERR_UNSUPPORTED, and the runtime uses another path):
-   - every bitcast between parameter 0 and the dus, and between the dus and the root, keeps
-     row-major bytes (default layouts), so a row-major index in the dus's shape addresses the
-     same bytes in the parameter's and the output's buffers;
-   - parameter 0 (and those bitcasts) feed nothing but the dus's operand 0: the kernel reads
-     no element of the buffer it updates, so chunks cannot race;
-   - the fusion has one output. */
-#include "emit.h"
+   Walk-through, GPT-2 decode (C = 768, 12 heads): the fusion
+       (f32[1,768], f32[12,64,1024], f32[12,1024,64]) fusion(qkv, kc, vc, pos)
+   with leaves q = slice(qkv), dus(kc, k(qkv), 0, 0, pos), dus(vc, v(qkv), 0, pos, 0),
+   mask 0b110: spaces f32[1,768], f32[12,64,1], f32[12,1,64], each 768 elements: one chunk;
+   leaf 2, row (h, 0): for i in [0, 64): out2[h, clamp(pos), i] = v(qkv)[h, 0, i].
+
+   Preconditions (else HJ_ERR_UNSUPPORTED, and the runtime uses another path): every leaf
+   in |mask| is an in-place candidate of ir/inplace.c (which also guarantees the kernel
+   reads no element of a buffer it updates, so chunks and threads cannot race). */
+#include "emit_internal.h"
 
 static hj_status dus_unsup(emit_module *em, const hlo_instr *fusion, const char *why) {
   return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "dus emitter, fusion '%s': %s", fusion->name, why);
 }
 
-static bool dus_plain_bitcast(const hlo_instr *ins) {
-  return ins->op == HLO_OP_BITCAST && ins->noperands == 1 &&
-         hlo_shape_layout_is_default(&ins->shape) &&
-         hlo_shape_layout_is_default(&ins->operands[0]->shape) &&
-         hlo_shape_numel(&ins->shape) == hlo_shape_numel(&ins->operands[0]->shape) &&
-         ins->shape.type == ins->operands[0]->shape.type;
-}
-
-static bool dus_in_chain(const hlo_instr *const *chain, int n, const hlo_instr *x) {
-  for (int i = 0; i < n; i++)
-    if (chain[i] == x) return true;
-  return false;
-}
-
-static hj_status dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero) {
-  const hlo_comp *c = fusion->calls[0];
-  if (!hero || hero->op != HLO_OP_DYNAMIC_UPDATE_SLICE || hero->noperands < 2 ||
-      hero->shape.type == HLO_TUPLE || hero->noperands != 2 + hero->shape.rank)
-    return dus_unsup(em, fusion, "the hero is not a dynamic-update-slice with scalar starts");
-  const hlo_instr *r = c->root;
-  while (r != hero && dus_plain_bitcast(r)) r = r->operands[0];
-  if (r != hero) return dus_unsup(em, fusion, "the root is not the dynamic-update-slice (through plain bitcasts)");
-  const hlo_instr *chain[64];
-  int n = 0;
-  const hlo_instr *x = hero->operands[0];
-  while (n < 63 && dus_plain_bitcast(x)) chain[n++] = x, x = x->operands[0];
-  if (x->op != HLO_OP_PARAMETER || x->index != 0)
-    return dus_unsup(em, fusion, "operand 0 of the dynamic-update-slice is not fused parameter 0");
-  chain[n++] = x;
-  for (int i = 0; i < arrlen(c->instrs); i++) {
-    const hlo_instr *u = c->instrs[i];
-    for (int k = 0; k < u->noperands; k++) {
-      if (!dus_in_chain(chain, n, u->operands[k])) continue;
-      bool ok = (u == hero && k == 0) || (dus_in_chain(chain, n, u) && k == 0);
-      if (!ok) return dus_unsup(em, fusion, "the updated buffer is also read by the fusion");
+hj_status emitp_dus_plan_make(emit_module *em, const hlo_instr *fusion, uint64_t mask,
+                              emitp_dus_plan *p) {
+  memset(p, 0, sizeof *p);
+  if (!fusion || fusion->op != HLO_OP_FUSION || fusion->ncalls < 1 || !fusion->calls[0])
+    return hj__err(em->ctx, HJ_ERR_INVALID_ARG, "dus emitter: '%s' is not a fusion with a computation",
+                   fusion && fusion->name ? fusion->name : "?");
+  hlo_dus_root dr[64];
+  int n = hlo_fusion_dus_roots(fusion, dr, 64);
+  emitp_leaf lv[64];
+  if (n < 1 || emitp_leaves(fusion->calls[0], lv, 64) != n)
+    return dus_unsup(em, fusion, "the root is not arrays or a tuple of at most 64 of them");
+  if (n < 64 && mask >> n)
+    return dus_unsup(em, fusion, "an in-place leaf past the last output");
+  for (int j = 0; j < n; j++) {
+    emitp_dus_leaf *L = &p->leaf[j];
+    L->leaf = lv[j];
+    L->space = lv[j].shape;
+    if (mask >> j & 1) {
+      if (dr[j].param < 0)
+        return dus_unsup(em, fusion, "an output marked in place is not a dynamic-update-slice of a "
+                                     "parameter that nothing else in the fusion reads");
+      L->dus = dr[j].dus;
+      L->space = &dr[j].dus->operands[1]->shape;
+      p->alias_params |= 1ull << dr[j].param;
+      p->alias_outs |= 1ull << j;
     }
+    L->work = hlo_shape_numel(L->space);
+    if (L->work > p->work) p->work = L->work;
   }
+  p->n = n;
   return HJ_OK;
 }
 
-/* start[d] clamped to [0, operand[d] - update[d]], as i64 (computed once, at entry). */
-static void dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start) {
+/* start[d] of |dus| clamped to [0, operand[d] - update[d]], as i64. */
+void emitp_dus_starts(emit_fn *f, const hlo_instr *dus, LLVMValueRef *start) {
   LLVMBuilderRef b = f->em->b;
-  const hlo_shape *os = &hero->shape, *us = &hero->operands[1]->shape;
+  const hlo_shape *os = &dus->shape, *us = &dus->operands[1]->shape;
   emit_index scalar = { .rank = 0 };
   for (int d = 0; d < os->rank; d++) {
-    const hlo_instr *s = hero->operands[2 + d];
+    const hlo_instr *s = dus->operands[2 + d];
     LLVMValueRef v = emit_elemental(f, s, &scalar);
     int bits = 8 * hlo_type_size(s->shape.type);
     if (bits < 64) v = hlo_type_class_of(s->shape.type) == HLO_CLASS_UINT ? LLVMBuildZExt(b, v, f->em->t_i64, "s")
@@ -85,57 +84,72 @@ static void dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start) {
   }
 }
 
-static void dus_emit(emit_fn *f, const hlo_instr *hero) {
+void emitp_dus_store(emit_fn *f, const emitp_dus_leaf *L, int j, const LLVMValueRef *start,
+                     const emit_index *idx, LLVMValueRef lin) {
   LLVMBuilderRef b = f->em->b;
-  const hlo_shape *os = &hero->shape, *us = &hero->operands[1]->shape;
-  LLVMValueRef start[HLO_MAX_RANK];
-  dus_starts(f, hero, start);
-  int r = us->rank;
-  hlo_shape outer = hlo_shape_scalar(us->type);
-  for (int d = 0; d + 1 < r; d++) outer.dims[outer.rank++] = us->dims[d];
-  hlo_shape_set_default_layout(&outer);
-  emit_loop lu, li;
-  emit_loop_begin(f, &lu, f->begin, f->end, 1, "dus.row");
-  emit_index ui, oi = { .rank = r };
-  emit_delinearize(f, &outer, lu.iv, &ui);
-  ui.rank = r;
-  if (r > 0) emit_loop_begin(f, &li, emit_i64(f, 0), emit_i64(f, us->dims[r - 1]), 1, "dus.i");
-  if (r > 0) ui.v[r - 1] = li.iv;
-  for (int d = 0; d < r; d++) oi.v[d] = LLVMBuildNSWAdd(b, start[d], ui.v[d], "o");
-  LLVMValueRef v = emit_elemental(f, hero->operands[1], &ui);
-  emit_store_elem(f, os->type, f->outs[0], emit_linear_index(f, os, &oi), v);
-  if (r > 0) emit_loop_end(f, &li);
-  emit_loop_end(f, &lu);
+  if (!L->dus) {
+    LLVMValueRef v = L->leaf.sub >= 0 ? emitp_reduce(f, L->leaf.ins, L->leaf.sub, idx)
+                                      : emit_elemental(f, L->leaf.ins, idx);
+    emit_store_elem(f, L->leaf.shape->type, f->outs[j], lin, v);
+    return;
+  }
+  const hlo_shape *os = &L->dus->shape;
+  emit_index oi = { .rank = os->rank };
+  for (int d = 0; d < os->rank; d++) oi.v[d] = LLVMBuildNSWAdd(b, start[d], idx->v[d], "o");
+  LLVMValueRef v = emit_elemental(f, L->dus->operands[1], idx);
+  emit_store_elem(f, os->type, f->outs[j], emit_linear_index(f, os, &oi), v);
 }
 
-hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+/* Leaf j over u in [lo, hi) = [begin, end) cut to its space: rows, then the minor dim. */
+static void dus_emit_leaf(emit_fn *f, const emitp_dus_leaf *L, int j, const LLVMValueRef *start) {
+  LLVMBuilderRef b = f->em->b;
+  const hlo_shape *s = L->space;
+  int r = s->rank;
+  int64_t minor = r ? s->dims[r - 1] : 1;
+  if (L->work == 0) return;
+  LLVMValueRef W = emit_i64(f, L->work), M = emit_i64(f, minor);
+  LLVMValueRef lo = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, f->begin, W, ""), f->begin, W, "lo");
+  LLVMValueRef hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, f->end, W, ""), f->end, W, "hi");
+  LLVMValueRef r0 = LLVMBuildSDiv(b, lo, M, "r0");
+  LLVMValueRef r1 = LLVMBuildSDiv(b, LLVMBuildNSWAdd(b, hi, emit_i64(f, minor - 1), ""), M, "r1");
+  hlo_shape outer = hlo_shape_scalar(s->type);
+  for (int d = 0; d + 1 < r; d++) outer.dims[outer.rank++] = s->dims[d];
+  hlo_shape_set_default_layout(&outer);
+  emit_loop lr, li;
+  emit_loop_begin(f, &lr, r0, r1, 1, "dus.row");
+  emit_index idx;
+  emit_delinearize(f, &outer, lr.iv, &idx);
+  idx.rank = r;
+  LLVMValueRef base = LLVMBuildNSWMul(b, lr.iv, M, "base");
+  LLVMValueRef a = LLVMBuildNSWSub(b, lo, base, ""), e = LLVMBuildNSWSub(b, hi, base, "");
+  LLVMValueRef zero = emit_i64(f, 0);
+  a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, zero, ""), zero, a, "i0");
+  e = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, e, M, ""), M, e, "i1");
+  emit_loop_begin(f, &li, a, e, 1, "dus.i");
+  if (r > 0) idx.v[r - 1] = li.iv;
+  emitp_dus_store(f, L, j, start, &idx, LLVMBuildNSWAdd(b, base, li.iv, "lin"));
+  emit_loop_end(f, &li);
+  emit_loop_end(f, &lr);
+}
+
+hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, uint64_t mask,
                           const char *name, emit_kernel *out) {
   memset(out, 0, sizeof *out);
-  if (fusion->ncalls < 1 || !fusion->calls[0])
-    return hj__err(em->ctx, HJ_ERR_INVALID_ARG, "dus emitter: fusion '%s' has no computation", fusion->name);
-  hj_status st = dus_check(em, fusion, hero);
+  emitp_dus_plan p;
+  hj_status st = emitp_dus_plan_make(em, fusion, mask, &p);
   emit_fn f;
-  if (!st) st = emit_kernel_begin(&f, em, name, fusion, true);
-  if (!st) {
-    if (f.nouts != 1) emit_fail(&f, HJ_ERR_UNSUPPORTED, "in-place dus with %d outputs", f.nouts);
-    else dus_emit(&f, hero);
-    st = emit_kernel_end(&f);
-  }
-  if (!st) {
-    const hlo_shape *us = &hero->operands[1]->shape;
-    int64_t inner = us->rank ? us->dims[us->rank - 1] : 1;
-    out->kind = EMIT_KIND_DUS;
-    out->parallel_n = inner ? hlo_shape_numel(us) / inner : 0;
-    out->grain = inner >= 4096 ? 1 : 4096 / (inner ? inner : 1);
-    snprintf(out->name, sizeof out->name, "%s", name);
-  }
-  return st;
+  if (!st) st = emit_kernel_begin_aliased(&f, em, name, fusion, p.alias_params, p.alias_outs);
+  if (st) return st;
+  if (f.nouts != p.n) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d root leaves", f.nouts, p.n);
+  LLVMValueRef start[64][HLO_MAX_RANK];   /* at entry: they dominate every loop */
+  for (int j = 0; j < p.n && f.status == HJ_OK; j++)
+    if (p.leaf[j].dus) emitp_dus_starts(&f, p.leaf[j].dus, start[j]);
+  for (int j = 0; j < p.n && f.status == HJ_OK; j++) dus_emit_leaf(&f, &p.leaf[j], j, start[j]);
+  st = emit_kernel_end(&f);
+  if (st) return st;
+  out->kind = EMIT_KIND_DUS;
+  out->parallel_n = p.work;
+  out->grain = 4096;
+  snprintf(out->name, sizeof out->name, "%s", name);
+  return HJ_OK;
 }
-
-/* ---- for the GPU dus emitter (gpu_dus.c; gpu_internal.h declares these) -------------------- */
-hj_status emitp_dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero);
-void emitp_dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start);
-hj_status emitp_dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero) {
-  return dus_check(em, fusion, hero);
-}
-void emitp_dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start) { dus_starts(f, hero, start); }

@@ -22,7 +22,7 @@
    the kernel's parallel dimension (emit_kernel.parallel_n): the runtime splits it over the
    thread pool; any split must give bitwise-identical results (determinism). A kernel never
    reads an output buffer before writing it and no output aliases an input (so parameters are
-   noalias), except the dus kernel, whose output 0 *is* operand 0 (updated in place).
+   noalias), except the dus kernel, whose in-place outputs *are* the operands they update.
    (Also excepted: an in-place loop kernel, emit_fusion_inplace below, whose output 0 is the
    operand it reads only at the element it writes.)
 
@@ -123,6 +123,12 @@ hj_status emit_kernel_end(emit_fn *f);   /* `ret void`, frees the cache, returns
    case), so neither gets noalias. */
 hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
                                const hlo_instr *fusion, int inplace_operand);
+/* And in general: the operands with bit k of |alias_params| set and the outputs with bit j
+   of |alias_outs| set share buffers (dus.c: several leaves updated in place); none of them
+   gets noalias. */
+hj_status emit_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *name,
+                                    const hlo_instr *fusion, uint64_t alias_params,
+                                    uint64_t alias_outs);
 
 /* Records the first error ("emit 'NAME': ...") and returns it; emission goes on with
    placeholder values (LLVMGetUndef) so callers need not check every step. */
@@ -171,9 +177,10 @@ typedef enum {
   EMIT_KIND_DUS, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
 } emit_kind;
 const char *emit_kind_name(emit_kind k);
-/* The hero of |fusion| (its fused computation) and the emitter it calls for. |dus_inplace|
-   says whether the runtime can give a dynamic-update-slice its operand's buffer. */
-emit_kind emit_classify(const hlo_instr *fusion, bool dus_inplace, const hlo_instr **hero);
+/* The hero of |fusion| (its fused computation) and the emitter it calls for. |dus_mask|:
+   bit j set when the runtime gives output leaf j, a dynamic-update-slice, the buffer of the
+   operand it updates (runtime/buffer_assign.c; ir/inplace.c says which leaves may). */
+emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_instr **hero);
 
 struct emit_matmul_plan;   /* matmul.c / backends: how the runtime drives a matmul kernel */
 typedef struct emit_kernel {
@@ -190,7 +197,7 @@ typedef struct emit_kernel {
    HJ_ERR_UNSUPPORTED (with a message) when no emitter takes it: the runtime then falls back
    to the evaluator for this fusion and counts it. */
 hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
-                      bool dus_inplace, emit_kernel *out);
+                      uint64_t dus_mask, emit_kernel *out);
 /* loop.c: in-place elementwise. emit_loop_inplace_ok: |fusion| is a single-output loop
    fusion in linear mode that reads operand |operand| only at the element it writes, so
    output 0 may be given that operand's buffer (buffer assignment asks this).
@@ -199,7 +206,7 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
    if emit_loop_inplace_ok does not hold). */
 bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand);
 hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
-                              bool dus_inplace, int inplace_operand, emit_kernel *out);
+                              uint64_t dus_mask, int inplace_operand, emit_kernel *out);
 
 /* ---- loop.c, reduction.c, transpose.c, dus.c, matmul.c: the emitters -------------------- */
 hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char *name, emit_kernel *out);
@@ -207,7 +214,7 @@ hj_status emit_reduction_fusion(emit_module *em, const hlo_instr *fusion, const 
                                 const char *name, emit_kernel *out);
 hj_status emit_transpose_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                                 const char *name, emit_kernel *out);
-hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, uint64_t dus_mask,
                           const char *name, emit_kernel *out);
 hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                              const char *name, emit_kernel *out);
@@ -252,6 +259,6 @@ typedef struct emit_gpu_mm {       /* a request to emit_target.gpu_tiled_matmul 
 
 /* gpu_emitter.c: emit_fusion / emit_fusion_inplace for a GPU target. */
 hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
-                          bool dus_inplace, int inplace_operand, emit_kernel *out);
+                          uint64_t dus_mask, int inplace_operand, emit_kernel *out);
 
 #endif /* HLOJIT_EMIT_H */

@@ -102,6 +102,13 @@ hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
 
 hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
                                const hlo_instr *fusion, int inplace_operand) {
+  uint64_t params = inplace_operand >= 0 && inplace_operand < 64 ? 1ull << inplace_operand : 0;
+  return emit_kernel_begin_aliased(f, em, name, fusion, params, params ? 1 : 0);
+}
+
+hj_status emit_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *name,
+                                    const hlo_instr *fusion, uint64_t alias_params,
+                                    uint64_t alias_outs) {
   hj_status st = emitp_fn_init(f, em, fusion);
   if (st != HJ_OK) return st;
   int np = f->nparams + f->nouts;
@@ -117,7 +124,7 @@ hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
   emc_attr(em, impl, LLVMAttributeFunctionIndex, "nounwind");
   emc_attr(em, outer, LLVMAttributeFunctionIndex, "nounwind");
   for (int k = 0; k < np; k++) {
-    bool aliased = inplace_operand >= 0 && (k == inplace_operand || k == f->nparams);
+    bool aliased = k < f->nparams ? alias_params >> k & 1 : alias_outs >> (k - f->nparams) & 1;
     if (!aliased) emc_attr(em, impl, (unsigned)k + 1, "noalias");
   }
   /* the outer function: unpack bufs, call the body */

@@ -89,6 +89,30 @@ int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max);
 typedef struct emitp_leaf { const hlo_instr *ins; int sub; const hlo_shape *shape; } emitp_leaf;
 int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max);
 
+/* ---- dus.c: the in-place dynamic-update-slice kernels' plan (CPU and GPU) -------------- */
+typedef struct emitp_dus_leaf {
+  emitp_leaf leaf;              /* the output leaf */
+  const hlo_instr *dus;         /* in place: the dynamic-update-slice it writes the update of */
+  const hlo_shape *space;       /* indices walked: the update's shape (in place), the leaf's */
+  int64_t work;                 /* numel(space) */
+} emitp_dus_leaf;
+typedef struct emitp_dus_plan {
+  emitp_dus_leaf leaf[64];
+  int n;
+  int64_t work;                 /* the largest leaf's work: the kernel's parallel range */
+  uint64_t alias_params, alias_outs;   /* emit_kernel_begin_aliased */
+} emitp_dus_plan;
+/* The plan of |fusion| with leaves |mask| in place; HJ_ERR_UNSUPPORTED when a marked leaf
+   is not an in-place candidate (ir/inplace.c). */
+hj_status emitp_dus_plan_make(emit_module *em, const hlo_instr *fusion, uint64_t mask,
+                              emitp_dus_plan *p);
+/* start[d] of |dus|, clamped as XLA does (i64); emit at entry. */
+void emitp_dus_starts(emit_fn *f, const hlo_instr *dus, LLVMValueRef *start);
+/* Leaf |j| at index |idx| of its space (|lin| its linear index there): the update's element
+   stored at start + idx (in place), else the leaf's element at lin. */
+void emitp_dus_store(emit_fn *f, const emitp_dus_leaf *L, int j, const LLVMValueRef *start,
+                     const emit_index *idx, LLVMValueRef lin);
+
 /* ---- emitter.c --------------------------------------------------------------------------- */
 /* Deletes the functions added to |mod| after |last| (NULL: all of them), uses first
    replaced by poison, so that a module a failed emitter left half-written verifies. */

@@ -8,8 +8,10 @@
      3. from each root leaf, walk towards the operands through "epilogue" ops — elementwise
         ops, converts, bitcasts, reshapes, copies, broadcasts of scalars (a binary op is
         followed through its one operand that is not a scalar, constant or broadcast):
-          a dynamic-update-slice at the root (through bitcasts) when the runtime can update
-          in place (|dus_inplace|) -> DUS;
+          a dynamic-update-slice at the root (through bitcasts) when the runtime updates
+          its operand in place (a bit of |dus_mask|), or a dynamic-update-slice among
+          root leaves of different element counts (a sibling fusion's leftovers, which
+          the loop emitter does not take) -> DUS (dus.c);
           a reduce -> REDUCTION;
         or a reduce reached through elementwise ops, reshapes and a broadcast back to its
         input's shape that re-expands exactly its reduced dims (row normalisation:
@@ -117,7 +119,7 @@ static const hlo_instr *emr_row_norm(const hlo_instr *r, const hlo_instr *bc, co
   return red;
 }
 
-emit_kind emit_classify(const hlo_instr *fusion, bool dus_inplace, const hlo_instr **hero) {
+emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_instr **hero) {
   *hero = fusion;
   if (!fusion || fusion->op != HLO_OP_FUSION || fusion->ncalls < 1 || !fusion->calls[0])
     return EMIT_KIND_RUNTIME;
@@ -142,15 +144,23 @@ emit_kind emit_classify(const hlo_instr *fusion, bool dus_inplace, const hlo_ins
     return EMIT_KIND_RUNTIME;
   }
   const hlo_instr *red = NULL, *tr = NULL, *dus = NULL;
+  bool mixed = false;   /* root leaves of different element counts */
   for (int k = 0; k < n; k++) {
     const hlo_instr *r = roots[k];
     while (r->op == HLO_OP_BITCAST || r->op == HLO_OP_RESHAPE) r = r->operands[0];
     if (r->op == HLO_OP_DYNAMIC_UPDATE_SLICE && !dus) dus = r;
+    if (hlo_shape_numel(&roots[k]->shape) != hlo_shape_numel(&roots[0]->shape)) mixed = true;
     const hlo_instr *h = emr_walk(roots[k]);
     if (h->op == HLO_OP_REDUCE && !red) red = h;
     if (h->op == HLO_OP_TRANSPOSE && !tr && emr_real_transpose(h)) tr = h;
   }
-  if (dus && dus_inplace) { *hero = dus; return EMIT_KIND_DUS; }
+  if (dus_mask) {
+    hlo_dus_root dr[64];
+    int nl = hlo_fusion_dus_roots(fusion, dr, 64);
+    for (int j = 0; j < nl; j++)
+      if (dus_mask >> j & 1 && dr[j].dus) { *hero = dr[j].dus; return EMIT_KIND_DUS; }
+  }
+  if (dus && mixed) { *hero = dus; return EMIT_KIND_DUS; }
   for (int k = 0; k < n && !red; k++) {   /* row normalisation: softmax, layer norm */
     const hlo_instr **seen = NULL;
     red = emr_row_norm(roots[k], NULL, &seen);
@@ -174,12 +184,12 @@ void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
 }
 
 hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
-                      bool dus_inplace, emit_kernel *out) {
-  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_inplace, -1, out);   /* gpu_emitter.c */
+                      uint64_t dus_mask, emit_kernel *out) {
+  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_mask, -1, out);   /* gpu_emitter.c */
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   const hlo_instr *hero = NULL;
-  emit_kind k = emit_classify(fusion, dus_inplace, &hero);
+  emit_kind k = emit_classify(fusion, dus_mask, &hero);
   out->kind = k;
   LLVMValueRef last = LLVMGetLastFunction(em->mod);
   hj_status st;
@@ -188,7 +198,7 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
   case EMIT_KIND_REDUCTION: st = emit_reduction_fusion(em, fusion, hero, name, out); break;
   case EMIT_KIND_TRANSPOSE: st = emit_transpose_fusion(em, fusion, hero, name, out); break;
   case EMIT_KIND_MATMUL: st = emit_matmul_fusion(em, fusion, hero, name, out); break;
-  case EMIT_KIND_DUS: st = emit_dus_fusion(em, fusion, hero, name, out); break;
+  case EMIT_KIND_DUS: st = emit_dus_fusion(em, fusion, dus_mask, name, out); break;
   default:
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': '%s' (%s) runs in the runtime",
                    fusion && fusion->name ? fusion->name : "?", hero && hero->name ? hero->name : "?",

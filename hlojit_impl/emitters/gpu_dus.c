@@ -1,45 +1,49 @@
-/* gpu_dus.c — the GPU in-place dynamic-update-slice emitter (the KV cache): the runtime
-   gives output 0 the buffer of operand 0, whose bytes are already in place, so the kernel
-   writes only the update, one thread per updated element:
-       out[start + u] = update[u]      for u < numel(update), consecutive threads consecutive u
-   with the starts clamped as XLA does (dus.c's emitp_dus_starts) and the update from the
-   elemental emitter (producers such as a convert or a select fuse). The preconditions are
-   dus.c's (emitp_dus_check): the kernel reads no element of the buffer it updates, so no
-   thread can see another's write.
+/* gpu_dus.c — the GPU in-place dynamic-update-slice emitter (the KV cache): dus.c's plan
+   (the leaves the runtime writes over their operand's buffer, whose bytes are already in
+   place, and the other leaves of the fusion, written whole), one thread per u in
+   [0, max_j numel(space_j)):
+       for each leaf j with u < numel(space_j): i = delinearise(u, space_j);
+           in place: out_j[start_j + i] = update_j[i];   else: out_j[u] = leaf_j[i]
+   consecutive threads consecutive u, starts clamped as XLA does (dus.c's emitp_dus_starts),
+   every value from the elemental emitter (producers such as a slice of the qkv matmul's
+   output fuse). ir/inplace.c's rules guarantee the kernel reads no element of a buffer it
+   updates, so no thread can see another's write.
 
-   GPT-2's KV cache: cache f32[12,1024,64], update f32[12,1,64] at (0, t, 0): 768 threads
-   (3 blocks of 256); thread u writes cache[u / 64, t, u % 64] — 12 runs of 64 contiguous
-   floats, each run coalesced. */
+   GPT-2's decode step: the query slice and both cache updates of a layer in one kernel;
+   cache f32[12,1024,64], update f32[12,1,64] at (0, t, 0): 768 threads (3 blocks of 256);
+   thread u writes cache[u / 64, t, u % 64] — 12 runs of 64 contiguous floats, each run
+   coalesced — and q[u]. */
 #include "gpu_internal.h"
 
-hj_status emitg_dus(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
-                    const char *name, emit_kernel *out) {
+hj_status emitg_dus(emit_module *em, const hlo_instr *fusion, uint64_t mask, const char *name,
+                    emit_kernel *out) {
   memset(out, 0, sizeof *out);
-  if (fusion->ncalls < 1 || !fusion->calls[0])
-    return hj__err(em->ctx, HJ_ERR_INVALID_ARG, "GPU dus emitter: fusion '%s' has no computation", fusion->name);
-  hj_status st = emitp_dus_check(em, fusion, hero);
+  emitp_dus_plan p;
+  hj_status st = emitp_dus_plan_make(em, fusion, mask, &p);
   if (st) return st;
-  const hlo_shape *os = &hero->shape, *us = &hero->operands[1]->shape;
-  int64_t U = hlo_shape_numel(us);
+  int64_t U = p.work;
   int block = U >= 256 ? 256 : (int)((U + 31) / 32 * 32);
   if (block < 32) block = 32;
   emit_fn f;
-  st = emitg_kernel_begin(&f, em, name, fusion, 0, block);
+  st = emitg_kernel_begin_aliased(&f, em, name, fusion, p.alias_params, p.alias_outs, block);
   if (st) return st;
-  if (f.nouts != 1) emit_fail(&f, HJ_ERR_UNSUPPORTED, "in-place dus with %d outputs", f.nouts);
+  if (f.nouts != p.n) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d root leaves", f.nouts, p.n);
   if (U > 0 && f.status == HJ_OK) {
     LLVMBuilderRef b = em->b;
     LLVMValueRef gid = emitg_global_id(&f);
-    emitg_region r;
-    emitg_if_begin(&f, &r, LLVMBuildICmp(b, LLVMIntULT, gid, emit_i64(&f, U), ""), "upd");
-    LLVMValueRef start[HLO_MAX_RANK];
-    emitp_dus_starts(&f, hero, start);
-    emit_index ui, oi = { .rank = os->rank };
-    emit_delinearize(&f, us, gid, &ui);
-    for (int d = 0; d < os->rank; d++) oi.v[d] = LLVMBuildNSWAdd(b, start[d], ui.v[d], "o");
-    LLVMValueRef v = emit_elemental(&f, hero->operands[1], &ui);
-    emit_store_elem(&f, os->type, f.outs[0], emit_linear_index(&f, os, &oi), v);
-    emitg_if_end(&f, &r);
+    LLVMValueRef start[64][HLO_MAX_RANK];
+    for (int j = 0; j < p.n; j++)
+      if (p.leaf[j].dus) emitp_dus_starts(&f, p.leaf[j].dus, start[j]);
+    for (int j = 0; j < p.n; j++) {
+      const emitp_dus_leaf *L = &p.leaf[j];
+      if (L->work == 0) continue;
+      emitg_region r;
+      emitg_if_begin(&f, &r, LLVMBuildICmp(b, LLVMIntULT, gid, emit_i64(&f, L->work), ""), "leaf");
+      emit_index idx;
+      emit_delinearize(&f, L->space, gid, &idx);
+      emitp_dus_store(&f, L, j, start[j], &idx, gid);
+      emitg_if_end(&f, &r);
+    }
   }
   st = emit_kernel_end(&f);
   if (st) return st;

@@ -12,15 +12,15 @@
 #include "gpu_internal.h"
 
 hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
-                          bool dus_inplace, int inplace_operand, emit_kernel *out) {
+                          uint64_t dus_mask, int inplace_operand, emit_kernel *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   const hlo_instr *hero = NULL;
-  emit_kind k = emit_classify(fusion, dus_inplace, &hero);
+  emit_kind k = emit_classify(fusion, dus_mask, &hero);
   out->kind = k;
   const char *fname = fusion && fusion->name ? fusion->name : "?";
   if (inplace_operand >= 0) {
-    if (dus_inplace || k != EMIT_KIND_LOOP || !emit_loop_inplace_ok(fusion, inplace_operand))
+    if (dus_mask || k != EMIT_KIND_LOOP || !emit_loop_inplace_ok(fusion, inplace_operand))
       return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': output 0 over operand %d needs a "
                      "linear loop fusion reading it at its own index", fname, inplace_operand);
   }
@@ -31,7 +31,7 @@ hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *
   case EMIT_KIND_REDUCTION: st = emitg_reduction(em, fusion, hero, name, out); break;
   case EMIT_KIND_TRANSPOSE: st = emitg_transpose(em, fusion, hero, name, out); break;
   case EMIT_KIND_MATMUL: st = emitg_matmul(em, fusion, hero, name, out); break;
-  case EMIT_KIND_DUS: st = emitg_dus(em, fusion, hero, name, out); break;
+  case EMIT_KIND_DUS: st = emitg_dus(em, fusion, dus_mask, name, out); break;
   default:
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': '%s' (%s) runs in the runtime", fname,
                    hero && hero->name ? hero->name : "?", hero ? hlo_opcode_name(hero->op) : "?");

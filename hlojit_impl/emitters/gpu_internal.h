@@ -22,6 +22,11 @@
    one `align 16`; f->begin / f->end are NULL. |max_threads| is the launch bound (.maxntid). */
 hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
                              const hlo_instr *fusion, int inplace_operand, int max_threads);
+/* The same with any set of shared buffers: operands with bit k of |alias_params| and outputs
+   with bit j of |alias_outs| get neither noalias nor readonly (gpu_dus.c). */
+hj_status emitg_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *name,
+                                     const hlo_instr *fusion, uint64_t alias_params,
+                                     uint64_t alias_outs, int max_threads);
 /* The PTX kernel calling convention and launch bounds on |fn| (nvvm.annotations). */
 void emitg_mark_kernel(emit_module *em, LLVMValueRef fn, int max_threads, int min_blocks);
 /* %tid.x, %ntid.x, %ctaid.x, ... ("tid.x", "ctaid.y") as i32; and as i64. */
@@ -55,9 +60,10 @@ void emitg_launch_1d(emit_kernel *out, int64_t threads, int block);
    the elemental emitter can do: the fallback of the other GPU emitters. */
 hj_status emitg_loop(emit_module *em, const hlo_instr *fusion, const char *name,
                      int inplace_operand, emit_kernel *out);
-/* gpu_dus.c: in-place dynamic-update-slice, one thread per updated element. */
-hj_status emitg_dus(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
-                    const char *name, emit_kernel *out);
+/* gpu_dus.c: in-place dynamic-update-slices (leaves |mask|, dus.c's plan), one thread per
+   updated element. */
+hj_status emitg_dus(emit_module *em, const hlo_instr *fusion, uint64_t mask, const char *name,
+                    emit_kernel *out);
 /* gpu_transpose.c: 32x33 shared-memory tiles. */
 hj_status emitg_transpose(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                           const char *name, emit_kernel *out);
@@ -70,9 +76,6 @@ hj_status emitg_reduction(emit_module *em, const hlo_instr *fusion, const hlo_in
 hj_status emitg_matmul(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                        const char *name, emit_kernel *out);
 
-/* dus.c: the CPU dus emitter's preconditions and clamped starts, shared. */
-hj_status emitp_dus_check(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero);
-void emitp_dus_starts(emit_fn *f, const hlo_instr *hero, LLVMValueRef *start);
 /* matmul.c: the CPU matmul emitter's acceptance (shapes, buffers, epilogue), shared. */
 struct emit_matmul_plan;
 const char *emitp_matmul_check(const hlo_instr *fusion, const hlo_instr *dot,

@@ -39,6 +39,15 @@ void emitg_mark_kernel(emit_module *em, LLVMValueRef fn, int max_threads, int mi
 
 hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
                              const hlo_instr *fusion, int inplace_operand, int max_threads) {
+  uint64_t params = inplace_operand >= 0 && inplace_operand < 64 ? 1ull << inplace_operand : 0;
+  hj_status st = emitg_kernel_begin_aliased(f, em, name, fusion, params, params ? 1 : 0, max_threads);
+  if (st == HJ_OK && params && inplace_operand < f->nparams) f->params[inplace_operand] = f->outs[0];
+  return st;
+}
+
+hj_status emitg_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *name,
+                                     const hlo_instr *fusion, uint64_t alias_params,
+                                     uint64_t alias_outs, int max_threads) {
   hj_status st = emitp_fn_init(f, em, fusion);
   if (st != HJ_OK) return st;
   if (strchr(name, '.'))
@@ -50,7 +59,7 @@ hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
   LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(em->t_void, targs, (unsigned)np, 0));
   emg_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   for (int k = 0; k < np; k++) {
-    bool aliased = inplace_operand >= 0 && (k == inplace_operand || k == f->nparams);
+    bool aliased = k < f->nparams ? alias_params >> k & 1 : alias_outs >> (k - f->nparams) & 1;
     if (!aliased) emg_attr(em, fn, (unsigned)k + 1, "noalias", 0);
     if (!aliased && k < f->nparams) emg_attr(em, fn, (unsigned)k + 1, "readonly", 0);
     emg_attr(em, fn, (unsigned)k + 1, "nocapture", 0);
@@ -60,7 +69,6 @@ hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
   f->fn = fn;
   for (int k = 0; k < f->nparams; k++) f->params[k] = LLVMGetParam(fn, (unsigned)k);
   for (int k = 0; k < f->nouts; k++) f->outs[k] = LLVMGetParam(fn, (unsigned)(f->nparams + k));
-  if (inplace_operand >= 0 && inplace_operand < f->nparams) f->params[inplace_operand] = f->outs[0];
   LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->llctx, fn, "entry"));
   return HJ_OK;
 }

@@ -267,14 +267,14 @@ hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char 
 }
 
 hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
-                              bool dus_inplace, int inplace_operand, emit_kernel *out) {
-  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_inplace, inplace_operand, out);
-  if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_inplace, out);
+                              uint64_t dus_mask, int inplace_operand, emit_kernel *out) {
+  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_mask, inplace_operand, out);
+  if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_mask, out);
   const hlo_instr *hero = NULL;
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   out->kind = EMIT_KIND_LOOP;
-  if (dus_inplace || emit_classify(fusion, false, &hero) != EMIT_KIND_LOOP ||
+  if (dus_mask || emit_classify(fusion, 0, &hero) != EMIT_KIND_LOOP ||
       !emit_loop_inplace_ok(fusion, inplace_operand))
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': output 0 over operand %d needs a "
                    "linear loop fusion reading it at its own index",

@@ -575,6 +575,20 @@ hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
    one epilogues see), when |c2| is not NULL. */
 bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2);
 
+/* ---- inplace.c: output leaves a fusion may write over an operand's buffer ---------------
+   hlo_fusion_dus_roots: for each output leaf j of |fusion| (depth first, at most |max|),
+   out[j].dus = the dynamic-update-slice the leaf is (through plain bitcasts) or NULL, and
+   out[j].param = the fused parameter whose buffer the leaf may update in place (the rules
+   are at the top of inplace.c), or -1. Returns the number of leaves, -1 when |fusion| is
+   not a fusion or has more than |max| leaves. hlo_fusion_dus_mask: bit j set when leaf j
+   has such a parameter (leaves 0..63). */
+typedef struct hlo_dus_root {
+  const hlo_instr *dus;
+  int param;
+} hlo_dus_root;
+int hlo_fusion_dus_roots(const hlo_instr *fusion, hlo_dus_root *out, int max);
+uint64_t hlo_fusion_dus_mask(const hlo_instr *fusion);
+
 /* ---- fingerprint.c: structural identity (the compile driver's kernel dedup, disk caches) ----
    hlo_encode_comp / hlo_encode_fusion: append a canonical byte encoding of |c| (callees
    inline) / of fusion |fusion| (its kind, shape and operand shapes, then its fused

@@ -14,7 +14,10 @@
        transposes (they stay the hero of their own fusion), sort, scatter, while,
        conditional, tuples, parameters, ...
      - every user of p must take it (else p stays a kernel): elementwise, broadcast, slice,
-       concatenate, pad, reverse, transpose and reduce instructions, or fusions of them.
+       concatenate, pad, reverse, transpose, reduce and dynamic-update-slice instructions,
+       or fusions of them; never as the buffer a dynamic-update-slice updates in place
+       (ir/inplace.c: its update and starts fuse, the buffer stays a buffer: a KV cache
+       update absorbs the slice of the qkv row it writes).
        A dot fusion takes p only when p does not feed the dot (matmul packs its operands);
        a reduce or transpose hero takes only cheap, index-preserving producers
        (elementwise, broadcast, iota, constant, reshape, slice) so its input stays cheap.
@@ -177,6 +180,7 @@ static bool fus_plain_consumer(const hlo_instr *u) {
   case HLO_OP_BROADCAST: case HLO_OP_SLICE: case HLO_OP_CONCATENATE: case HLO_OP_PAD:
   case HLO_OP_REVERSE: case HLO_OP_TRANSPOSE:
     return true;
+  case HLO_OP_DYNAMIC_UPDATE_SLICE: return hlo_shape_is_array(&u->shape);
   case HLO_OP_REDUCE: return hlo_shape_is_array(&u->shape);
   default: return false;
   }
@@ -196,7 +200,19 @@ static bool fus_reaches(const hlo_comp *fc, const hlo_instr *x, const hlo_instr 
   return false;
 }
 
+/* Would fusing |p| into |u| put a computation where a dynamic-update-slice of |u| updates
+   a buffer in place (ir/inplace.c)? Then the update could no longer be done in place. */
+static bool fus_into_inplace_buffer(const hlo_instr *u, const hlo_instr *p) {
+  if (u->op != HLO_OP_FUSION) return u->op == HLO_OP_DYNAMIC_UPDATE_SLICE && u->operands[0] == p;
+  hlo_dus_root dr[64];
+  int n = hlo_fusion_dus_roots(u, dr, 64);
+  for (int j = 0; j < n; j++)
+    if (dr[j].param >= 0 && u->operands[dr[j].param] == p) return true;
+  return false;
+}
+
 static bool fus_consumer_ok(const hlo_instr *u, const hlo_instr *p) {
+  if (fus_into_inplace_buffer(u, p)) return false;
   if (u->op != HLO_OP_FUSION) {
     if (!fus_plain_consumer(u)) return false;
     if (u->op == HLO_OP_REDUCE || u->op == HLO_OP_TRANSPOSE) return fus_friendly(p);
@@ -209,7 +225,7 @@ static bool fus_consumer_ok(const hlo_instr *u, const hlo_instr *p) {
   for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {   /* only ops we know how to fuse */
     const hlo_instr *x = fc->instrs[i];
     if (x->op != HLO_OP_PARAMETER && x->op != HLO_OP_DOT && x->op != HLO_OP_TRANSPOSE &&
-        !fus_plain_producer(x))
+        x->op != HLO_OP_DYNAMIC_UPDATE_SLICE && !fus_plain_producer(x))
       return false;
   }
   const hlo_instr *h = hlo_fusion_hero(fc);
@@ -257,6 +273,8 @@ static double fus_evals_in_fusion(fus_st *S, const hlo_instr *u, const hlo_instr
       double c = e;
       if (x->op == HLO_OP_REDUCE && hlo_shape_is_array(&x->shape) && hlo_shape_numel(&x->shape))
         c = e * (double)hlo_shape_numel(&o->shape) / (double)hlo_shape_numel(&x->shape);
+      if (x->op == HLO_OP_DYNAMIC_UPDATE_SLICE && k > 0)   /* the update, once per element */
+        c = k == 1 ? (double)hlo_shape_numel(&o->shape) : 1;
       if (c > E[o->id]) E[o->id] = c;
     }
   }
@@ -270,7 +288,7 @@ static double fus_evals_in_fusion(fus_st *S, const hlo_instr *u, const hlo_instr
 static double fus_evals_in(fus_st *S, const hlo_instr *u, const hlo_instr *p) {
   if (u->op == HLO_OP_FUSION) return fus_evals_in_fusion(S, u, p);
   switch (u->op) {
-  case HLO_OP_REDUCE: case HLO_OP_CONCATENATE: case HLO_OP_PAD:
+  case HLO_OP_REDUCE: case HLO_OP_CONCATENATE: case HLO_OP_PAD: case HLO_OP_DYNAMIC_UPDATE_SLICE:
     return (double)hlo_shape_numel(&p->shape);
   default:
     return (double)hlo_shape_numel(&u->shape);

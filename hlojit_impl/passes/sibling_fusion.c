@@ -4,11 +4,17 @@
 
    Which computations: the entry and the while/conditional computations reached from it.
    Candidates: fusions (loop, reduce or transpose hero; no dot, no row-normalisation
-   reduce whose root has the input's shape) and the plain ops a loop or reduction kernel
-   runs (elementwise, broadcast, slice, concatenate, pad, reverse, reduce), wrapped on
-   demand. Their signature must match:
+   reduce whose root has the input's shape; dynamic-update-slices only as output leaves
+   that may update a buffer in place, ir/inplace.c) and the plain ops a loop or reduction
+   kernel runs (elementwise, broadcast, slice, concatenate, pad, reverse, reduce), wrapped
+   on demand. Their signature must match:
      loop:   every output leaf has the same dims (transposes inside are index maps of
              the loop: the q, k, v head transposes of attention merge into one kernel);
+             with an in-place update among the leaves (the update's dims standing for
+             the leaf's), the same element count: the dus emitter (emitters/dus.c) walks
+             each leaf's own indices. A decode step's query slice and its k and v cache
+             updates, all from one qkv row, become one kernel. Neither of the two may
+             read a buffer the other updates in place;
      reduce: every reduce has the same input dims and dimensions={...}, every output leaf
              the reduce's output dims (epilogues on the reduced shape are fine).
    Two candidates merge only if neither depends on the other (no path between them), the
@@ -41,6 +47,7 @@
 
 typedef struct sib_sig {
   bool reduce;
+  bool dus;               /* holds dynamic-update-slices in place: leaves compare by size */
   hlo_shape out;          /* dims of every output leaf */
   hlo_shape in;           /* reduce: input dims */
   int64_t rdims[HLO_MAX_RANK];
@@ -72,14 +79,20 @@ static int sib_leaves(const hlo_instr *x, const hlo_instr **out) {
 static bool sib_signature(const hlo_instr *x, sib_sig *s) {
   memset(s, 0, sizeof *s);
   const hlo_instr *red = NULL;
+  hlo_dus_root dr[64];
   if (x->op == HLO_OP_FUSION) {
     if (x->ncalls != 1 || x->fusion_kind == HLO_FUSION_CUSTOM) return false;
     const hlo_comp *fc = x->calls[0];
+    int ndr = hlo_fusion_dus_roots(x, dr, 64);
     for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {
       const hlo_instr *y = fc->instrs[i];
-      if (y->op == HLO_OP_DOT || y->op == HLO_OP_SORT ||
-          y->op == HLO_OP_SCATTER || y->op == HLO_OP_DYNAMIC_UPDATE_SLICE)
-        return false;
+      if (y->op == HLO_OP_DYNAMIC_UPDATE_SLICE) {   /* only as a leaf updated in place */
+        bool leaf = false;
+        for (int j = 0; j < ndr && !leaf; j++) leaf = dr[j].dus == y && dr[j].param >= 0;
+        if (!leaf) return false;
+        s->dus = true;
+      }
+      if (y->op == HLO_OP_DOT || y->op == HLO_OP_SORT || y->op == HLO_OP_SCATTER) return false;
       if (y->op == HLO_OP_REDUCE) {
         if (!hlo_shape_is_array(&y->shape)) return false;
         if (red && (!hlo_same_dims(&y->operands[0]->shape, &red->operands[0]->shape) ||
@@ -100,6 +113,16 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
     return false;
   int n = sib_leaves(x, lv);
   if (n == 0) return false;
+  if (s->dus) {   /* a leaf updated in place walks its update's indices (dus.c) */
+    if (red || n != hlo_fusion_dus_roots(x, dr, 64)) return false;
+    for (int i = 0; i < n; i++) {
+      if (!hlo_shape_is_array(&lv[i]->shape)) return false;
+      if (dr[i].param >= 0) lv[i] = dr[i].dus->operands[1];
+      if (hlo_shape_numel(&lv[i]->shape) != hlo_shape_numel(&lv[0]->shape)) return false;
+    }
+    s->out = lv[0]->shape;
+    return true;
+  }
   for (int i = 0; i < n; i++)
     if (!hlo_shape_is_array(&lv[i]->shape) || !hlo_same_dims(&lv[i]->shape, &lv[0]->shape))
       return false;
@@ -115,6 +138,8 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
 }
 
 static bool sib_same(const sib_sig *a, const sib_sig *b) {
+  if ((a->dus || b->dus) && !a->reduce && !b->reduce)
+    return hlo_shape_numel(&a->out) == hlo_shape_numel(&b->out);
   if (a->reduce != b->reduce || !hlo_same_dims(&a->out, &b->out)) return false;
   if (!a->reduce) return true;
   return hlo_same_dims(&a->in, &b->in) && a->nrdims == b->nrdims &&
@@ -349,6 +374,21 @@ static bool sib_epilogue_of_dot(sib_round *R, const hlo_instr *u, const sib_sig 
   return !s->reduce && hlo_reads_lone_dot(R->c, u, &R->ux);
 }
 
+/* Would merging |a| and |b| make one read a buffer the other updates in place (or both
+   update the same one)? The merged kernel could then not update it in place. */
+static bool sib_dus_conflict(const hlo_instr *a, const hlo_instr *b) {
+  for (int side = 0; side < 2; side++) {
+    const hlo_instr *x = side ? b : a, *y = side ? a : b;
+    if (x->op != HLO_OP_FUSION) continue;
+    hlo_dus_root dr[64];
+    int n = hlo_fusion_dus_roots(x, dr, 64);
+    for (int j = 0; j < n; j++)
+      for (int k = 0; dr[j].param >= 0 && k < y->noperands; k++)
+        if (y->operands[k] == x->operands[dr[j].param]) return true;
+  }
+  return false;
+}
+
 /* The merges around shared operand |x|: disjoint pairs of its users, each pair the first
    compatible one in text order. *merged counts them. */
 static hj_status sib_operand(sib_round *R, hlo_instr *x, int *merged) {
@@ -370,6 +410,7 @@ static hj_status sib_operand(sib_round *R, hlo_instr *x, int *merged) {
       hlo_instr *ub = us[b];
       if (!sib_free(R, ub) || !sib_sig_of(R, ub, &sb) || !sib_same(sa, sb)) continue;
       if (sib_epilogue_of_dot(R, ub, sb)) continue;
+      if ((sa->dus || sb->dus) && sib_dus_conflict(ua, ub)) continue;
       if (sib_union_operands(R, ua, ub) > SIB_MAX_OPERANDS) continue;
       tries++;
       if (sib_independent(R, ua, ub) != SIB_NO) continue;

@@ -14,10 +14,12 @@
    Steps, over the text order 0..n-1 of the computation (the schedule):
      1. leaves and groups as above; last[g] = the last instruction using any leaf of g
         (root leaves: live to the end, n);
-     2. in-place dynamic-update-slice: a fusion whose fused root is a dynamic-update-slice
-        of fused parameter p updates operand p's storage when that storage is an ARENA
-        group whose last use is this fusion and operand p is passed only once: the output
-        group is merged into operand p's (dus_inplace[i], reported to the emitter);
+     2. in-place dynamic-update-slice: an output leaf j of a fusion that is a dynamic-
+        update-slice of fused parameter p (ir/inplace.c: hlo_fusion_dus_roots) updates
+        operand p's storage when that storage is an ARENA group of the leaf's size whose
+        last use is this fusion: the leaf's group is merged into operand p's (bit j of
+        dus_inplace[i], reported to the emitter; a decode step's fused k and v cache
+        updates are two such leaves of one fusion);
      2b. in-place elementwise (ba_assign_ex): a single-output fusion (not a dus in place)
         takes the storage of its first operand k whose group is ARENA, dies there, has the
         output's bytes and element count, appears once among the fusion's operand groups,
@@ -173,25 +175,25 @@ static hj_status ba_leaves_of(ba_state *s, ba_plan *p, int i, const int *param_b
   return HJ_OK;
 }
 
-/* Step 2: may fusion |i| update its operand in place? */
+/* Step 2: which output leaves of fusion |i| may update an operand in place (ir/inplace.c
+   says which leaves could, over which operand; here: the operand's storage is an arena
+   slot that dies at |i|, of the leaf's size)? */
 static void ba_dus(ba_state *s, ba_plan *p, int i) {
   const hlo_instr *f = s->c->instrs[i];
-  if (f->op != HLO_OP_FUSION || f->ncalls != 1 || arrlen(s->leafgrp[i]) != 1) return;
-  const hlo_instr *r = f->calls[0]->root;
-  if (!r || r->op != HLO_OP_DYNAMIC_UPDATE_SLICE || r->operands[0]->op != HLO_OP_PARAMETER) return;
-  int64_t pn = r->operands[0]->index;
-  if (pn < 0 || pn >= f->noperands) return;
-  const hlo_instr *opnd = f->operands[pn];
-  for (int k = 0; k < f->noperands; k++)
-    if (k != pn && f->operands[k] == opnd) return;
-  int *og = s->leafgrp[ba_pos(s, opnd)];
-  if (arrlen(og) != 1 || og[0] < 0) return;
-  int g0 = ba_find(s, og[0]), go = ba_find(s, s->leafgrp[i][0]);
-  ba_group *G0 = &s->groups[g0];
-  if (G0->where != BA_ARENA || G0->last != i || G0->bytes != s->groups[go].bytes || g0 == go) return;
-  s->uf[go] = g0;
-  if (s->groups[go].last > G0->last) G0->last = s->groups[go].last;
-  p->dus_inplace[i] = true;
+  hlo_dus_root dr[64];
+  int n = f->op == HLO_OP_FUSION ? hlo_fusion_dus_roots(f, dr, 64) : -1;
+  if (n != arrlen(s->leafgrp[i])) return;
+  for (int j = 0; j < n; j++) {
+    if (dr[j].param < 0 || s->leafgrp[i][j] < 0) continue;
+    int *og = s->leafgrp[ba_pos(s, f->operands[dr[j].param])];
+    if (arrlen(og) != 1 || og[0] < 0) continue;
+    int g0 = ba_find(s, og[0]), go = ba_find(s, s->leafgrp[i][j]);
+    ba_group *G0 = &s->groups[g0];
+    if (G0->where != BA_ARENA || G0->last != i || G0->bytes != s->groups[go].bytes || g0 == go) continue;
+    s->uf[go] = g0;
+    if (s->groups[go].last > G0->last) G0->last = s->groups[go].last;
+    p->dus_inplace[i] |= 1ull << j;
+  }
 }
 
 /* How many leaves of fusion |f|'s operands belong to group |g|. */
@@ -314,20 +316,21 @@ static void ba_note(ba_plan *p, int out, int in, const char *how) {
 static bool ba_alias_inplace(ba_state *s, ba_plan *p, int i, int P, int g, ba_inplace_fn ok,
                              void *ud, const char **how) {
   const hlo_instr *f = s->c->instrs[i];
-  if (f->op != HLO_OP_FUSION || f->ncalls != 1 || arrlen(s->leafgrp[i]) != 1 ||
-      ba_find(s, s->leafgrp[i][0]) != g || p->dus_inplace[i] || p->inplace_operand[i] >= 0 ||
+  if (f->op != HLO_OP_FUSION || f->ncalls != 1 || p->inplace_operand[i] >= 0 ||
       ba_uses_of(s, f, P) != 1 || s->groups[P].bytes != s->groups[g].bytes)
     return false;
-  const hlo_instr *r = f->calls[0]->root;
-  if (r && r->op == HLO_OP_DYNAMIC_UPDATE_SLICE && r->operands[0]->op == HLO_OP_PARAMETER &&
-      r->operands[0]->index >= 0 && r->operands[0]->index < f->noperands) {
-    int *og = s->leafgrp[ba_pos(s, f->operands[r->operands[0]->index])];
+  hlo_dus_root dr[64];
+  int n = hlo_fusion_dus_roots(f, dr, 64);
+  for (int j = 0; n == arrlen(s->leafgrp[i]) && j < n; j++) {   /* a dus leaf over P */
+    if (dr[j].param < 0 || s->leafgrp[i][j] < 0 || ba_find(s, s->leafgrp[i][j]) != g) continue;
+    int *og = s->leafgrp[ba_pos(s, f->operands[dr[j].param])];
     if (arrlen(og) == 1 && og[0] >= 0 && ba_find(s, og[0]) == P) {
-      p->dus_inplace[i] = true;
+      p->dus_inplace[i] |= 1ull << j;
       *how = "in place (dynamic-update-slice)";
       return true;
     }
   }
+  if (p->dus_inplace[i] || arrlen(s->leafgrp[i]) != 1 || ba_find(s, s->leafgrp[i][0]) != g) return false;
   for (int k = 0; ok && k < f->noperands; k++) {
     const hlo_instr *opnd = f->operands[k];
     int *og = s->leafgrp[ba_pos(s, opnd)];
@@ -547,7 +550,13 @@ void ba_plan_print(const ba_plan *p, char **sb) {
       sb_puts(sb, j ? ", " : " ");
       ba_loc_print(sb, &p->leaves[i][j]);
     }
-    if (p->dus_inplace[i]) sb_puts(sb, "  (dynamic-update-slice in place)");
+    if (p->dus_inplace[i] == 1) sb_puts(sb, "  (dynamic-update-slice in place)");
+    else if (p->dus_inplace[i]) {
+      sb_puts(sb, "  (dynamic-update-slice in place: leaves");
+      for (int j = 0; j < 64; j++)
+        if (p->dus_inplace[i] >> j & 1) sb_printf(sb, " %d", j);
+      sb_puts(sb, ")");
+    }
     if (p->inplace_operand && p->inplace_operand[i] >= 0)
       sb_printf(sb, "  (in place over operand %d)", p->inplace_operand[i]);
     if (p->scratch[i] >= 0) sb_printf(sb, "  scratch@%lld", (long long)p->scratch[i]);

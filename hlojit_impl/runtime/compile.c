@@ -22,7 +22,7 @@
 typedef struct rtc_pending {           /* a fusion thunk waiting for its kernel */
   th_program *p;
   int thunk;
-  bool dus_inplace;
+  uint64_t dus_inplace;                /* bit j: output leaf j is a dus in place */
   int inplace_operand;                 /* output 0 is this operand's buffer, -1 none */
 } rtc_pending;
 
@@ -85,11 +85,12 @@ static void rtc_dumps(rtc_build *B) {
   arrfree(sb);
   sb = NULL;
   const hj_exec_stats_t *s = &x->stats;
-  sb_printf(&sb, "# fusions %d: loop %d, reduction %d, transpose %d, matmul %d, dus %d; "
+  sb_printf(&sb, "# fusions %d: loop %d, reduction %d, transpose %d, matmul %d, dus %d "
+            "(%d outputs in place); "
             "evaluator %d (runtime ops %d, emitter errors %d); copies %d; arena %lld bytes; "
             "moved %lld bytes per run; %d distinct kernels in %d LLVM modules\n",
             s->fusions, s->kernels_loop, s->kernels_reduction, s->kernels_transpose,
-            s->kernels_matmul, s->kernels_dus, s->evaluator_fallbacks, s->runtime_ops,
+            s->kernels_matmul, s->kernels_dus, s->inplace_updates, s->evaluator_fallbacks, s->runtime_ops,
             s->emit_errors, s->copies, (long long)s->arena_bytes, (long long)s->bytes_moved,
             s->kernels_distinct, s->llvm_modules);
   th_program_print(x->entry, &sb, 0);
@@ -297,7 +298,8 @@ static double rtc_ir_size(LLVMModuleRef mod) {
   return n;
 }
 
-static void rtc_count(hj_exec_stats_t *s, emit_kind k) {
+static void rtc_count(hj_exec_stats_t *s, emit_kind k, uint64_t dus_inplace) {
+  if (k == EMIT_KIND_DUS) s->inplace_updates += __builtin_popcountll(dus_inplace);
   switch (k) {
   case EMIT_KIND_LOOP: s->kernels_loop++; break;
   case EMIT_KIND_REDUCTION: s->kernels_reduction++; break;
@@ -318,7 +320,7 @@ static void rtc_count(hj_exec_stats_t *s, emit_kind k) {
 /* The key of pending fusion |pe| into *key (stb_ds); false when it cannot be encoded. */
 static bool rtc_key(const rtc_pending *pe, const th_thunk *t, emit_kind kind, uint8_t **key) {
   if (!hlo_encode_fusion(t->ins, key)) return false;
-  int64_t tail[3] = { pe->dus_inplace, pe->inplace_operand, kind };
+  int64_t tail[3] = { (int64_t)pe->dus_inplace, pe->inplace_operand, kind };
   memcpy(arraddnptr(*key, sizeof tail), tail, sizeof tail);
   return true;
 }
@@ -415,7 +417,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
       x->stats.emit_errors += t->emit_error;
       return false;
     }
-    rtc_count(&x->stats, kind);
+    rtc_count(&x->stats, kind, pe->dus_inplace);
     return true;
   }
   /* the least loaded module (load: LLVM instructions emitted into it so far) of the
@@ -467,7 +469,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     memcpy(t->block, k.block, sizeof t->block);
     t->shared_bytes = k.shared_bytes;
     if (k.matmul) arrput(x->matmuls, k.matmul);
-    rtc_count(&x->stats, k.kind);
+    rtc_count(&x->stats, k.kind, pe->dus_inplace);
     x->stats.kernels_distinct++;
     if (nmod > 1) load[mi] = rtc_ir_size(em->mod);
     nkern[mi]++;

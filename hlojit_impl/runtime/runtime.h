@@ -48,7 +48,8 @@ typedef struct ba_plan {
   const hlo_comp *comp;
   /* per instruction (index = position in comp->instrs): its leaves' locations */
   ba_loc **leaves;          /* stb_ds array of stb_ds arrays */
-  bool *dus_inplace;        /* per instruction: a fusion updating its operand 0 in place */
+  uint64_t *dus_inplace;    /* per instruction: bit j set when the fusion's output leaf j is a
+                               dynamic-update-slice written over its operand's buffer */
   int64_t *scratch;         /* per instruction: arena offset of its scratch, -1 if none */
   ba_const *consts;         /* stb_ds */
   ba_copy *copies;          /* stb_ds: root leaves copied at the end */

@@ -10,7 +10,8 @@ and what NVIDIA's ptxas says of them (`ptxas -v`: registers, spills, shared memo
 - the tiled matmul stages A and B in shared memory with barriers, loads them as float4,
   and each float it reads from shared memory feeds 4 FMAs (an 8x8 register block: 16
   floats per k step, 64 FMAs); ptxas reports no spills;
-- the in-place dynamic-update-slice (KV cache) is one small kernel;
+- the in-place dynamic-update-slice (KV cache) is one small kernel, and a decode step's
+  query slice and both cache updates are one kernel that stores only q, k and v;
 - `hlojit ptx` itself: both archs, an unknown arch refused, several modules at once.
 Skipped, saying so, where the build has no CUDA backend; the ptxas checks where there is
 no ptxas ($HLOJIT_PTXAS, $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas)."""
@@ -145,7 +146,7 @@ ENTRY main {
 }
 """
 
-KV = """HloModule kv
+KV = """HloModule kv, input_output_alias={ {}: (0, {}) }
 ENTRY main {
   cache = f32[12,1024,64] parameter(0)
   upd = f32[12,1,64] parameter(1)
@@ -226,9 +227,46 @@ def test_matmul_tiles_and_register_block(tmp_path, arch):
         assert info[name]["spills"] == 0
 
 
+# A GPT-2 decode step's cache updates (C = 768, 12 heads), the caches donated: the query
+# slice and both updates are one kernel that reads the qkv row and the position, and stores
+# q, k and v, never touching the rest of either 3 MiB cache.
+KV_STEP = """HloModule kv2, input_output_alias={ {1}: (1, {}), {2}: (2, {}) }
+ENTRY main {
+  qkv = f32[1,2304] parameter(0)
+  kc = f32[12,64,1024] parameter(1)
+  vc = f32[12,1024,64] parameter(2)
+  t = s32[] parameter(3)
+  z = s32[] constant(0)
+  q = f32[1,768] slice(qkv), slice={[0:1], [0:768]}
+  ks = f32[1,768] slice(qkv), slice={[0:1], [768:1536]}
+  k = f32[12,64,1] reshape(ks)
+  vs = f32[1,768] slice(qkv), slice={[0:1], [1536:2304]}
+  v = f32[12,1,64] reshape(vs)
+  dk = f32[12,64,1024] dynamic-update-slice(kc, k, z, z, t)
+  dv = f32[12,1024,64] dynamic-update-slice(vc, v, z, t, z)
+  ROOT r = (f32[1,768], f32[12,64,1024], f32[12,1024,64]) tuple(q, dk, dv)
+}
+"""
+
+
 def test_dus_in_place(tmp_path):
-    ks = kernels(ptx_of(tmp_path, KV))
-    assert len(ks) == 1   # the update only (the cache is updated in place)
+    body = only_kernel(ptx_of(tmp_path, KV))   # the update only: the cache is donated
+    assert len(re.findall(r"\bst\.global", body)) == 1
+    assert len(re.findall(r"\bld\.global", body)) == 2   # the position and the update
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_decode_cache_updates_one_kernel(tmp_path, arch):
+    ptx = ptx_of(tmp_path, KV_STEP, arch)
+    body = only_kernel(ptx)
+    assert len(re.findall(r"\bst\.global", body)) == 3      # q, k, v
+    assert len(re.findall(r"\bld\.global", body)) == 4      # the position, three of qkv
+    info = ptxas_v(ptx, arch)
+    if info is None:
+        pytest.skip("no ptxas")
+    for name in info:
+        print("ptxas -v %s: %s" % (name, info[name]))
+        assert info[name]["spills"] == 0
 
 
 def test_ptx_cli(tmp_path):

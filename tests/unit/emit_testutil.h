@@ -44,7 +44,7 @@ typedef struct etu_opts {
   double atol;                    /* ... or absolute error (for cancelling multi-op fusions) */
   bool edges;                     /* mix special values into the inputs */
   bool force_loop;                /* emit_loop_fusion instead of emit_fusion */
-  bool dus_inplace;               /* passed to emit_fusion */
+  uint64_t dus_inplace;           /* passed to emit_fusion (bit j: leaf j in place) */
   uint64_t seed;
   char **ir;                      /* when set: receives the optimised IR (free with free()) */
   /* when set: fills operand |k| (already filled by etu_fill) as the test needs */

@@ -288,6 +288,91 @@ static void test_buffer_dus_inplace(void **state) {
   hj_ctx_destroy(ctx);
 }
 
+/* A decode step's cache updates: the query slice and the k and v updates of one qkv row.
+   Unfused (|fused| false), the pipeline's fusion and sibling fusion must make them one dus
+   kernel; given fused, buffer assignment must put leaves 1 and 2 in place, over the donated
+   caches (|donate|) or over arena values that die there. */
+static char *cb_kv_text(bool fused, bool donate) {
+  char *t = NULL;
+  sb_printf(&t, "HloModule kv%s\n", donate ? ", input_output_alias={ {1}: (1, {}), {2}: (2, {}) }" : "");
+  const char *body =
+    "  z = s32[] constant(0)\n"
+    "  q = f32[1,32] slice(qkv), slice={[0:1], [0:32]}\n"
+    "  ks = f32[1,32] slice(qkv), slice={[0:1], [32:64]}\n  k = f32[4,8,1] reshape(ks)\n"
+    "  vs = f32[1,32] slice(qkv), slice={[0:1], [64:96]}\n  v = f32[4,1,8] reshape(vs)\n"
+    "  dk = f32[4,8,64] dynamic-update-slice(kc, k, z, z, t)\n"
+    "  dv = f32[4,64,8] dynamic-update-slice(vc, v, z, t, z)\n";
+  const char *params =
+    "  kc = f32[4,8,64] parameter(1)\n  vc = f32[4,64,8] parameter(2)\n  t = s32[] parameter(3)\n";
+  const char *shape = "(f32[1,32], f32[4,8,64], f32[4,64,8])";
+  if (fused) {
+    sb_printf(&t, "fused {\n  qkv = f32[1,96] parameter(0)\n%s%s  ROOT r = %s tuple(q, dk, dv)\n}\n",
+              params, body, shape);
+    sb_printf(&t, "ENTRY main {\n  x = f32[1,96] parameter(0)\n  pk = f32[4,8,64] parameter(1)\n"
+                  "  pv = f32[4,64,8] parameter(2)\n  t = s32[] parameter(3)\n"
+                  "  qkv = f32[1,96] exponential(x)\n");
+    if (donate) sb_printf(&t, "  ROOT f = %s fusion(qkv, pk, pv, t), kind=kLoop, calls=fused\n}\n", shape);
+    else sb_printf(&t, "  kc = f32[4,8,64] negate(pk)\n  vc = f32[4,64,8] negate(pv)\n"
+                       "  ROOT f = %s fusion(qkv, kc, vc, t), kind=kLoop, calls=fused\n}\n", shape);
+  } else {
+    sb_printf(&t, "ENTRY main {\n  x = f32[1,96] parameter(0)\n%s  qkv = f32[1,96] exponential(x)\n%s"
+                  "  ROOT r = %s tuple(q, dk, dv)\n}\n", params, body, shape);
+  }
+  return t;
+}
+
+static void test_buffer_dus_siblings(void **state) {
+  hj_ctx_t *ctx = tu_ctx();
+  for (int donate = 0; donate < 2; donate++) {
+    char *t = cb_kv_text(true, donate);
+    ba_plan p;
+    hlo_module *m = cb_plan(ctx, t, &p);
+    int k = ba_instr_pos(&p, m->entry->root);
+    assert_true(k >= 0);
+    assert_int_equal(p.dus_inplace[k], 6);   /* leaves 1 and 2, not the query */
+    if (donate) {
+      assert_int_equal(p.leaves[k][1].where, BA_OUTPUT);
+      assert_int_equal(p.leaves[k][2].where, BA_OUTPUT);
+      assert_int_equal(arrlen(p.copies), 0);
+    } else {
+      assert_int_equal(p.leaves[k][1].index, cb_loc(&p, "wrapped_kc", 0)->index);
+      assert_int_equal(p.leaves[k][2].index, cb_loc(&p, "wrapped_vc", 0)->index);
+    }
+    ba_plan_free(&p);
+    hlo_module_free(m);
+    arrfree(t);
+  }
+  /* through the whole pipeline: one dus kernel, the evaluator's results, caches donated or
+     not, every position (63 and 99 clamp to the last) */
+  for (int donate = 0; donate < 2; donate++) {
+    char *t = cb_kv_text(false, donate);
+    hj_ctx_t *cpu = cb_ctx(HJ_BACKEND_CPU, 2, NULL);
+    hlo_module *m = cb_parse(cpu, t);
+    const int pos[] = { 0, 17, 63, 99 };
+    for (int i = 0; i < 4; i++) {
+      hj_buffer_t **in = cb_inputs(cpu, m, 11 + i);
+      *(int32_t *)hj_buffer_host_ptr(in[3]) = pos[i];
+      hj_exec_stats_t st;
+      hj_buffer_t **o = cb_run(cpu, m, in, &st), **r = cb_run(ctx, m, in, NULL);
+      assert_int_equal(st.kernels_dus, 1);
+      assert_int_equal(st.kernels_loop + st.kernels_dus, 2);   /* the exponential, and it */
+      assert_int_equal(st.inplace_updates, donate ? 2 : 0);    /* else the caches are read */
+      assert_int_equal(st.evaluator_fallbacks, 0);
+      char why[256];
+      for (int j = 0; j < 3; j++)
+        if (!cb_close(o[j], r[j], 1e-6, 0, 0, why, sizeof why))   /* exp: emit_math vs libm */
+          fail_msg("kv updates, donate %d, pos %d, output %d: %s", donate, pos[i], j, why);
+      cb_free_bufs(o, 3);
+      cb_free_bufs(r, 3);
+      cb_free_bufs(in, 4);
+    }
+    hj_module_destroy(m);
+    hj_ctx_destroy(cpu);
+    arrfree(t);
+  }
+  hj_ctx_destroy(ctx);
+}
+
 /* ---- in-place elementwise ------------------------------------------------------------------------ */
 
 /* The CPU backend's question (cpu_backend.c): a linear loop kernel reading |operand| at its
@@ -295,7 +380,7 @@ static void test_buffer_dus_inplace(void **state) {
 static bool cb_may_inplace(const hlo_instr *fusion, int operand, void *ud) {
   (void)ud;
   const hlo_instr *hero = NULL;
-  return emit_classify(fusion, false, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
+  return emit_classify(fusion, 0, &hero) == EMIT_KIND_LOOP && emit_loop_inplace_ok(fusion, operand);
 }
 
 /* Where in-place must and must not happen (comments: the expected inplace_operand). */
@@ -532,6 +617,7 @@ int main(void) {
     cmocka_unit_test(test_buffer_chain_peak),
     cmocka_unit_test(test_buffer_aliases),
     cmocka_unit_test(test_buffer_dus_inplace),
+    cmocka_unit_test(test_buffer_dus_siblings),
     cmocka_unit_test(test_buffer_inplace_elementwise),
     cmocka_unit_test(test_inplace_elementwise_runs),
     cmocka_unit_test(test_backends_and_dumps),

@@ -220,6 +220,24 @@ static void test_transposes_and_loops_emu(void **state) {
   ce_text("KV cache dus", "HloModule kv\nENTRY main {\n  c = f32[4,16,8] parameter(0)\n  u = f32[4,1,8] parameter(1)\n"
           "  t = s32[] parameter(2)\n  z = s32[] constant(0)\n  ROOT d = f32[4,16,8] dynamic-update-slice(c, u, z, t, z)\n}\n",
           ref, &emu, &t);
+  /* a decode step's query slice and both cache updates, the caches donated: one kernel
+     (sibling fusion), both caches updated in place (gpu_dus.c, two in-place leaves) */
+  int k0 = t.kernels;
+  ce_text("q + k,v cache updates (donated)",
+          "HloModule kv2, input_output_alias={ {1}: (1, {}), {2}: (2, {}) }\nENTRY main {\n"
+          "  x = f32[1,96] parameter(0)\n  kc = f32[4,8,64] parameter(1)\n  vc = f32[4,64,8] parameter(2)\n"
+          "  t = s32[] parameter(3)\n  z = s32[] constant(0)\n  e = f32[1,96] exponential(x)\n"
+          "  q = f32[1,32] slice(e), slice={[0:1], [0:32]}\n"
+          "  ks = f32[1,32] slice(e), slice={[0:1], [32:64]}\n  k = f32[4,8,1] reshape(ks)\n"
+          "  vs = f32[1,32] slice(e), slice={[0:1], [64:96]}\n  v = f32[4,1,8] reshape(vs)\n"
+          "  dk = f32[4,8,64] dynamic-update-slice(kc, k, z, z, t)\n"
+          "  dv = f32[4,64,8] dynamic-update-slice(vc, v, z, t, z)\n"
+          "  ROOT r = (f32[1,32], f32[4,8,64], f32[4,64,8]) tuple(q, dk, dv)\n}\n", ref, &emu, &t);
+  assert_int_equal(t.kernels - k0, 2);   /* the exponential, and the updates */
+  char *mr = tu_read_file("../shared/hlo-corpus/gpu_tests_dus_inplace_multiple_roots_bf16.hlo", NULL);
+  if (mr) ce_text("XLA's MultipleInplaceDus (bf16, two roots in place)", mr, ref, &emu, &t);
+  else print_message("skipped: ../shared/hlo-corpus not found (XLA's MultipleInplaceDus)\n");
+  free(mr);
   print_message("transposes and loops on the emulated GPU: %d modules, %d kernels\n", t.modules, t.kernels);
   emu_destroy(&emu);
   hj_ctx_destroy(ref);

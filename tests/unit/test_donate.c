@@ -134,8 +134,9 @@ static void test_decode_in_place(void **state) {
   assert_int_equal(hj_exec_output_alias(e, 1), -1);
   hj_exec_stats_t st;
   CHECK_OK(ctx, hj_exec_stats(e, &st));
-  if (st.kernels_dus != 1 || st.copies != 0)
-    fail_msg("the donated cache is copied: kernels_dus %d, copies %d", st.kernels_dus, st.copies);
+  if (st.kernels_dus != 1 || st.inplace_updates != 1 || st.copies != 0)
+    fail_msg("the donated cache is copied: kernels_dus %d, in place %d, copies %d", st.kernels_dus,
+             st.inplace_updates, st.copies);
   assert_true(td_dump_has(dir, "output 0 aliases input 0: in place (dynamic-update-slice)"));
   hj_buffer_t *cache = td_f32(ctx, HJ_SHAPE(TD_T, TD_C), 0);
   for (int pos = 0; pos < 5; pos++) td_step_check(ctx, e, cache, pos * 3, 10 * pos);

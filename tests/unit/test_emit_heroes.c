@@ -95,7 +95,7 @@ static etu_kernel_fn eh_compile(eh_case *c, emit_kind kind, emit_kernel *k, hj_s
     s = emit_transpose_fusion(&em, c->fusion, eh_find(c->comp, HLO_OP_TRANSPOSE), name, k);
     break;
   default:
-    s = emit_dus_fusion(&em, c->fusion, eh_find(c->comp, HLO_OP_DYNAMIC_UPDATE_SLICE), name, k);
+    s = emit_dus_fusion(&em, c->fusion, hlo_fusion_dus_mask(c->fusion), name, k);
     break;
   }
   emit_module_dispose(&em);
@@ -167,16 +167,21 @@ static void eh_free_outs(eh_outs *o) {
   for (int i = 0; i < o->n; i++) free(o->buf[i]);
 }
 
-/* Runs |fn| over [0, k->parallel_n) in |chunks| chunks, last chunk first. |inplace|: output
-   0 starts as a copy of input 0 and is passed as both. */
-static void eh_run(etu_kernel_fn fn, const emit_kernel *k, eh_inputs *in, eh_outs *o, int chunks,
-                   bool inplace) {
+/* Runs |fn| over [0, k->parallel_n) in |chunks| chunks, last chunk first. |inplace|: each
+   output leaf that is a dynamic-update-slice in place (ir/inplace.c) starts as a copy of the
+   input it updates and is passed as both, as the runtime does. */
+static void eh_run(etu_kernel_fn fn, const emit_kernel *k, const eh_case *c, eh_inputs *in,
+                   eh_outs *o, int chunks, bool inplace) {
   void *bufs[128];
   for (int i = 0; i < in->n; i++) bufs[i] = in->lit[i]->data;
   for (int i = 0; i < o->n; i++) bufs[in->n + i] = o->buf[i];
-  if (inplace) {
-    memcpy(o->buf[0], in->lit[0]->data, (size_t)in->lit[0]->nbytes);
-    bufs[0] = o->buf[0];
+  hlo_dus_root dr[64];
+  int n = inplace ? hlo_fusion_dus_roots(c->fusion, dr, 64) : 0;
+  for (int j = 0; j < n; j++) {
+    int p = dr[j].param;
+    if (p < 0) continue;
+    memcpy(o->buf[j], in->lit[p]->data, (size_t)in->lit[p]->nbytes);
+    bufs[p] = o->buf[j];
   }
   etu_run_chunks(fn, k->parallel_n, bufs, chunks);
 }
@@ -253,19 +258,19 @@ static bool eh_check_ex(const char *what, const char *text, emit_kind kind, doub
   bool inplace = kind == EMIT_KIND_DUS;
   eh_outs o1, o;
   eh_alloc_outs(&c, &o1);
-  eh_run(fn, &k, &in, &o1, 1, inplace);
+  eh_run(fn, &k, &c, &in, &o1, 1, inplace);
   double err = eh_compare(what, &o1, want, tol);
   const int splits[] = { 2, 7 };
   for (int s = 0; s < 2; s++) {
     eh_alloc_outs(&c, &o);
-    eh_run(fn, &k, &in, &o, splits[s], inplace);
+    eh_run(fn, &k, &c, &in, &o, splits[s], inplace);
     for (int i = 0; i < o.n; i++)
       if (memcmp(o.buf[i], o1.buf[i], (size_t)hlo_shape_bytes(&o.shape[i])))
         fail_msg("%s: output %d differs between 1 and %d chunks", what, i, splits[s]);
     eh_free_outs(&o);
   }
   const hlo_instr *hero = NULL;
-  emit_kind ck = emit_classify(c.fusion, kind == EMIT_KIND_DUS, &hero);
+  emit_kind ck = emit_classify(c.fusion, inplace ? hlo_fusion_dus_mask(c.fusion) : 0, &hero);
   print_message("%-44s ok  parallel_n %-7ld max abs err %-9.3g (emit_classify: %s)\n", what,
                 (long)k.parallel_n, err, emit_kind_name(ck));
   eh_free_outs(&o1);
@@ -512,12 +517,12 @@ static void test_reduce_determinism(void **state) {
   eh_make_inputs(&c, &in, 7, -1, 1);
   eh_outs ref, o;
   eh_alloc_outs(&c, &ref);
-  eh_run(fn, &k, &in, &ref, 1, false);
+  eh_run(fn, &k, NULL, &in, &ref, 1, false);
   const int splits[] = { 1, 2, 7 };
   for (int run = 0; run < 20; run++)
     for (int s = 0; s < 3; s++) {
       eh_alloc_outs(&c, &o);
-      eh_run(fn, &k, &in, &o, splits[s], false);
+      eh_run(fn, &k, NULL, &in, &o, splits[s], false);
       assert_memory_equal(o.buf[0], ref.buf[0], 1000 * sizeof(float));
       eh_free_outs(&o);
     }
@@ -663,19 +668,51 @@ static void test_dus_corpus(void **state) {
   if (!t) skip();
   eh_check_ex("dus_inplace_bitcast_both_ways_bf16", t, EMIT_KIND_DUS, -1, 1, NULL, false, eh_dus_corpus_starts);
   free(t);
-  /* two in-place roots: output 1 would alias operand 2, which the kernel ABI does not
-     express: refused (the loop emitter runs it out of place) */
+  /* two in-place roots (XLA's MultipleInplaceDus): outputs 0 and 1 over operands 0 and 2 */
   t = eh_read_corpus("gpu_tests_dus_inplace_multiple_roots_bf16.hlo");
   if (t) {
-    eh_case c;
-    eh_parse(&c, t);
-    emit_kernel k;
-    hj_status st;
-    assert_null(eh_compile(&c, EMIT_KIND_DUS, &k, &st, NULL));
-    assert_int_equal(st, HJ_ERR_UNSUPPORTED);
-    hlo_module_free(c.m);
+    eh_check_ex("dus_inplace_multiple_roots_bf16", t, EMIT_KIND_DUS, -1, 1, NULL, false, eh_dus_corpus_starts);
     free(t);
   }
+}
+
+static void eh_scalar_starts(eh_case *c, eh_inputs *in) {
+  for (int i = 0; i < in->n; i++)   /* every s32 scalar parameter: eh_starts[0] */
+    if (in->lit[i]->shape.rank == 0 && in->lit[i]->shape.type == HLO_S32)
+      hlo_store_s64(HLO_S32, in->lit[i]->data, 0, eh_starts[0]);
+}
+
+/* A decode step's sibling fusion: the query slice, and the k and v cache updates (the k
+   cache transposed, [heads, hd, T]) at position |t|, all from one qkv row; and the same
+   with a leaf larger than the updates (written whole, so the kernel's range is its size). */
+static void test_dus_siblings(void **state) {
+  const int64_t ts[] = { 0, 37, 63, 99 };   /* 99: clamped to 63 */
+  for (int i = 0; i < 4; i++) {
+    eh_starts[0] = ts[i];
+    char what[64];
+    snprintf(what, sizeof what, "q + k,v cache updates t=%lld", (long long)ts[i]);
+    eh_check_ex(what,
+                "fused {\n  qkv = f32[1,96] parameter(0)\n  kc = f32[4,8,64] parameter(1)\n"
+                "  vc = f32[4,64,8] parameter(2)\n  t = s32[] parameter(3)\n  z = s32[] constant(0)\n"
+                "  q = f32[1,32] slice(qkv), slice={[0:1], [0:32]}\n"
+                "  ks = f32[1,32] slice(qkv), slice={[0:1], [32:64]}\n"
+                "  k = f32[4,8,1] reshape(ks)\n"
+                "  vs = f32[1,32] slice(qkv), slice={[0:1], [64:96]}\n"
+                "  v = f32[4,1,8] reshape(vs)\n  nv = f32[4,1,8] negate(v)\n"
+                "  dk = f32[4,8,64] dynamic-update-slice(kc, k, z, z, t)\n"
+                "  dv = f32[4,64,8] dynamic-update-slice(vc, nv, z, t, z)\n"
+                "  ROOT r = (f32[1,32], f32[4,8,64], f32[4,64,8]) tuple(q, dk, dv)\n}\n",
+                EMIT_KIND_DUS, -1, 1, NULL, false, eh_scalar_starts);
+  }
+  eh_starts[0] = 5;
+  eh_check_ex("dus beside a larger leaf",
+              "fused {\n  x = f32[300,7] parameter(0)\n  c = f32[16,7] parameter(1)\n"
+              "  t = s32[] parameter(2)\n  z = s32[] constant(0)\n"
+              "  row = f32[1,7] slice(x), slice={[3:4], [0:7]}\n"
+              "  d = f32[16,7] dynamic-update-slice(c, row, t, z)\n"
+              "  e = f32[300,7] exponential(x)\n"
+              "  ROOT r = (f32[300,7], f32[16,7]) tuple(e, d)\n}\n",
+              EMIT_KIND_DUS, -1, 1, &(eh_tol){ 2e-6, 1e-30 }, false, eh_scalar_starts);
 }
 
 /* ---- throughput ------------------------------------------------------------------------------------ */
@@ -748,6 +785,7 @@ int main(void) {
     cmocka_unit_test(test_transpose_hand),
     cmocka_unit_test(test_transpose_corpus),
     cmocka_unit_test(test_dus_inplace),
+    cmocka_unit_test(test_dus_siblings),
     cmocka_unit_test(test_dus_corpus),
     cmocka_unit_test(test_bench),
   };

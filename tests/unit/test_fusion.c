@@ -272,6 +272,115 @@ static void test_rule_dot_and_transpose(void **state) {
                 1, HLO_OP_TRANSPOSE, 0);
 }
 
+/* The fusion in |m| holding a dynamic-update-slice, and its in-place leaves. */
+static uint64_t tf_dus_mask(const hlo_module *m, int *nleaves) {
+  for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++) {
+    const hlo_instr *f = m->entry->instrs[i];
+    if (f->op == HLO_OP_FUSION && tf_comp_has(f->calls[0], HLO_OP_DYNAMIC_UPDATE_SLICE)) {
+      hlo_dus_root dr[64];
+      *nleaves = hlo_fusion_dus_roots(f, dr, 64);
+      return hlo_fusion_dus_mask(f);
+    }
+  }
+  *nleaves = 0;
+  return 0;
+}
+
+#define TF_KV(extra, root)                                                                  \
+  TF_MOD(" x = f32[1,96] parameter(0)\n kc = f32[4,8,64] parameter(1)\n"                   \
+         " vc = f32[4,64,8] parameter(2)\n t = s32[] parameter(3)\n z = s32[] constant(0)\n"  \
+         " e = f32[1,96] exponential(x)\n q = f32[1,32] slice(e), slice={[0:1], [0:32]}\n"    \
+         " ks = f32[1,32] slice(e), slice={[0:1], [32:64]}\n k = f32[4,8,1] reshape(ks)\n"    \
+         " vs = f32[1,32] slice(e), slice={[0:1], [64:96]}\n v = f32[4,1,8] reshape(vs)\n"    \
+         " dk = f32[4,8,64] dynamic-update-slice(kc, k, z, z, t)\n"                           \
+         " dv = f32[4,64,8] dynamic-update-slice(vc, v, z, t, z)\n" extra " ROOT r = " root "\n")
+
+static void test_rule_dus(void **state) {
+  int n = 0;
+  /* a decode step: the updates' slices fuse into the updates, which merge with the query
+     slice (same element count): exp, and one kernel with leaves q, dk, dv in place */
+  hlo_module *m = tf_rule(TF_KV("", "(f32[1,32], f32[4,8,64], f32[4,64,8]) tuple(q, dk, dv)"), 2);
+  assert_int_equal(__builtin_popcountll(tf_dus_mask(m, &n)), 2);   /* dk, dv; any order */
+  assert_int_equal(n, 3);
+  hlo_module_free(m);
+  /* the buffer updated in place is never computed inside the update's kernel: negate(kc)
+     stays a kernel of its own (dk still in place over it) */
+  m = tf_rule(TF_MOD(" c = f32[16,8] parameter(0)\n u = f32[1,8] parameter(1)\n t = s32[] parameter(2)\n"
+                     " z = s32[] constant(0)\n nc = f32[16,8] negate(c)\n nu = f32[1,8] negate(u)\n"
+                     " ROOT d = f32[16,8] dynamic-update-slice(nc, nu, t, z)\n"), 2);
+  assert_int_equal(tf_dus_mask(m, &n), 1);
+  hlo_module_free(m);
+  /* a sibling that reads a cache the other updates: no merge (it would read what the
+     kernel overwrites), so q + dv merge and dk stays alone */
+  m = tf_rule(TF_KV(" kr = f32[4,8,1] slice(kc), slice={[0:4], [0:8], [0:1]}\n"
+                    " kq = f32[4,8,1] add(kr, k)\n",
+                    "(f32[1,32], f32[4,8,64], f32[4,64,8], f32[4,8,1]) tuple(q, dk, dv, kq)"), -1);
+  for (ptrdiff_t i = 0; i < arrlen(m->entry->instrs); i++) {
+    const hlo_instr *f = m->entry->instrs[i];
+    if (f->op != HLO_OP_FUSION) continue;
+    hlo_dus_root dr[64];
+    int nl = hlo_fusion_dus_roots(f, dr, 64);
+    for (int j = 0; j < nl; j++)   /* every update that exists is still in place */
+      if (dr[j].dus) assert_true(dr[j].param >= 0);
+    for (int k = 0; k < f->noperands; k++)   /* and no kernel both reads and updates kc */
+      if (f->operands[k]->op == HLO_OP_PARAMETER && f->operands[k]->index == 1 &&
+          tf_comp_has(f->calls[0], HLO_OP_DYNAMIC_UPDATE_SLICE) && tf_comp_has(f->calls[0], HLO_OP_ADD))
+        fail_msg("'%s' reads the k cache it updates", f->name);
+  }
+  hlo_module_free(m);
+}
+
+/* ir/inplace.c's rules, on hand-made fusions: per leaf, the parameter it may update in
+   place (-1: none). */
+static void test_dus_roots(void **state) {
+  static const struct { const char *body, *shape, *root; int n, param[2]; } cases[] = {
+    /* in place over parameter 0, through bitcasts both ways */
+    { " b = f32[16,8] bitcast(c)\n d = f32[16,8] dynamic-update-slice(b, u, t, t)\n",
+      "f32[128]", "bitcast(d)", 1, { 0 } },
+    /* the buffer is also read elsewhere */
+    { " d = f32[16,8] dynamic-update-slice(c, u, t, t)\n s = f32[1,8] slice(c), slice={[0:1], [0:8]}\n",
+      "(f32[16,8], f32[1,8])", "tuple(d, s)", 2, { -1, -1 } },
+    /* the dus's value is read by another leaf */
+    { " d = f32[16,8] dynamic-update-slice(c, u, t, t)\n n = f32[16,8] negate(d)\n",
+      "(f32[16,8], f32[16,8])", "tuple(d, n)", 2, { -1, -1 } },
+    /* the same leaf twice */
+    { " d = f32[16,8] dynamic-update-slice(c, u, t, t)\n", "(f32[16,8], f32[16,8])", "tuple(d, d)",
+      2, { -1, -1 } },
+    /* the update is read from the buffer itself */
+    { " s = f32[1,8] slice(c), slice={[0:1], [0:8]}\n d = f32[16,8] dynamic-update-slice(c, s, t, t)\n",
+      "f32[16,8]", "negate(d)", 1, { -1 } },
+    /* a computed value at the root, beside an update in place */
+    { " d = f32[16,8] dynamic-update-slice(c, u, t, t)\n n = f32[1,8] negate(u)\n",
+      "(f32[1,8], f32[16,8])", "tuple(n, d)", 2, { -1, 0 } },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule m\nf {\n c = f32[16,8] parameter(0)\n u = f32[1,8] parameter(1)\n"
+             " t = s32[] parameter(2)\n%s ROOT r = %s %s\n}\nENTRY e {\n c = f32[16,8] parameter(0)\n"
+             " u = f32[1,8] parameter(1)\n t = s32[] parameter(2)\n"
+             " ROOT f = %s fusion(c, u, t), kind=kLoop, calls=f\n}\n",
+             cases[i].body, cases[i].shape, cases[i].root, cases[i].shape);
+    hlo_module *m = tf_parse(text);
+    hlo_dus_root dr[64];
+    assert_int_equal(hlo_fusion_dus_roots(m->entry->root, dr, 64), cases[i].n);
+    for (int j = 0; j < cases[i].n; j++)
+      if (dr[j].param != cases[i].param[j])
+        fail_msg("case %zu leaf %d: parameter %d, expected %d", i, j, dr[j].param, cases[i].param[j]);
+    hlo_module_free(m);
+  }
+  /* the same instruction passed as two operands: not in place */
+  hlo_module *m = tf_parse("HloModule m\nf {\n c = f32[16,8] parameter(0)\n c2 = f32[16,8] parameter(1)\n"
+                           " t = s32[] parameter(2)\n s = f32[1,8] slice(c2), slice={[0:1], [0:8]}\n"
+                           " ROOT d = f32[16,8] dynamic-update-slice(c, s, t, t)\n}\nENTRY e {\n"
+                           " c = f32[16,8] parameter(0)\n t = s32[] parameter(1)\n"
+                           " ROOT f = f32[16,8] fusion(c, c, t), kind=kLoop, calls=f\n}\n");
+  hlo_dus_root dr[64];
+  assert_int_equal(hlo_fusion_dus_roots(m->entry->root, dr, 64), 1);
+  assert_int_equal(dr[0].param, -1);
+  hlo_module_free(m);
+}
+
 static void test_rule_reductions(void **state) {
   /* two reductions of x: one multi-output kernel */
   hlo_module *m = tf_rule(TF_SUM " x = f32[64,64] parameter(0)\n z = f32[] constant(0)\n"
@@ -345,6 +454,8 @@ int main(void) {
     cmocka_unit_test(test_rule_duplication),
     cmocka_unit_test(test_rule_dot_and_transpose),
     cmocka_unit_test(test_rule_reductions),
+    cmocka_unit_test(test_rule_dus),
+    cmocka_unit_test(test_dus_roots),
     cmocka_unit_test(test_schedule),
     cmocka_unit_test(test_counts_small),
     cmocka_unit_test(test_counts_gpt2_block),
