@@ -38,10 +38,13 @@ static int iri_leaves(const hlo_instr *r, const hlo_instr **out, int n, int max)
     for (int k = 0; k < r->noperands && n >= 0; k++) n = iri_leaves(r->operands[k], out, n, max);
     return n;
   }
-  const hlo_shape **sh = NULL;
-  hlo_shape_leaves(&r->shape, &sh);
-  int m = (int)arrlen(sh);
-  arrfree(sh);
+  int m = 1;
+  if (!hlo_shape_is_array(&r->shape)) {
+    const hlo_shape **sh = NULL;
+    hlo_shape_leaves(&r->shape, &sh);
+    m = (int)arrlen(sh);
+    arrfree(sh);
+  }
   if (n + m > max) return -1;
   for (int k = 0; k < m; k++) out[n + k] = hlo_shape_is_array(&r->shape) ? r : NULL;
   return n + m;

@@ -212,9 +212,8 @@ static bool fus_into_inplace_buffer(const hlo_instr *u, const hlo_instr *p) {
 }
 
 static bool fus_consumer_ok(const hlo_instr *u, const hlo_instr *p) {
-  if (fus_into_inplace_buffer(u, p)) return false;
   if (u->op != HLO_OP_FUSION) {
-    if (!fus_plain_consumer(u)) return false;
+    if (!fus_plain_consumer(u) || fus_into_inplace_buffer(u, p)) return false;
     if (u->op == HLO_OP_REDUCE || u->op == HLO_OP_TRANSPOSE) return fus_friendly(p);
     return true;
   }
@@ -222,12 +221,15 @@ static bool fus_consumer_ok(const hlo_instr *u, const hlo_instr *p) {
   const hlo_comp *fc = u->calls[0];
   if (!hlo_shape_is_array(&fc->root->shape)) return false;
   if (arrlen(fc->instrs) > FUS_MAX_INSTRS || u->noperands > FUS_MAX_OPERANDS) return false;
+  bool dus = false;
   for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {   /* only ops we know how to fuse */
     const hlo_instr *x = fc->instrs[i];
+    dus |= x->op == HLO_OP_DYNAMIC_UPDATE_SLICE;
     if (x->op != HLO_OP_PARAMETER && x->op != HLO_OP_DOT && x->op != HLO_OP_TRANSPOSE &&
         x->op != HLO_OP_DYNAMIC_UPDATE_SLICE && !fus_plain_producer(x))
       return false;
   }
+  if (dus && fus_into_inplace_buffer(u, p)) return false;
   const hlo_instr *h = hlo_fusion_hero(fc);
   if (!h) return true;
   if (h->op == HLO_OP_DOT) {

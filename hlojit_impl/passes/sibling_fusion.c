@@ -80,13 +80,14 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
   memset(s, 0, sizeof *s);
   const hlo_instr *red = NULL;
   hlo_dus_root dr[64];
+  int ndr = -2;   /* its leaves' in-place facts, computed at the first dus */
   if (x->op == HLO_OP_FUSION) {
     if (x->ncalls != 1 || x->fusion_kind == HLO_FUSION_CUSTOM) return false;
     const hlo_comp *fc = x->calls[0];
-    int ndr = hlo_fusion_dus_roots(x, dr, 64);
     for (ptrdiff_t i = 0; i < arrlen(fc->instrs); i++) {
       const hlo_instr *y = fc->instrs[i];
       if (y->op == HLO_OP_DYNAMIC_UPDATE_SLICE) {   /* only as a leaf updated in place */
+        if (ndr == -2) ndr = hlo_fusion_dus_roots(x, dr, 64);
         bool leaf = false;
         for (int j = 0; j < ndr && !leaf; j++) leaf = dr[j].dus == y && dr[j].param >= 0;
         if (!leaf) return false;
@@ -114,7 +115,7 @@ static bool sib_signature(const hlo_instr *x, sib_sig *s) {
   int n = sib_leaves(x, lv);
   if (n == 0) return false;
   if (s->dus) {   /* a leaf updated in place walks its update's indices (dus.c) */
-    if (red || n != hlo_fusion_dus_roots(x, dr, 64)) return false;
+    if (red || n != ndr) return false;
     for (int i = 0; i < n; i++) {
       if (!hlo_shape_is_array(&lv[i]->shape)) return false;
       if (dr[i].param >= 0) lv[i] = dr[i].dus->operands[1];

@@ -373,6 +373,7 @@ static void rtc_share(th_thunk *t, const th_thunk *src) {
   t->parallel_n = src->parallel_n;
   t->grain = src->grain;
   t->matmul = src->matmul;
+  t->dus_inplace = src->dus_inplace;
   memcpy(t->grid, src->grid, sizeof t->grid);   /* GPU targets: the same launch geometry */
   memcpy(t->block, src->block, sizeof t->block);
   t->shared_bytes = src->shared_bytes;
@@ -465,6 +466,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
     t->parallel_n = k.parallel_n;
     t->grain = k.grain;
     t->matmul = k.matmul;
+    t->dus_inplace = k.kind == EMIT_KIND_DUS ? pe->dus_inplace : 0;
     memcpy(t->grid, k.grid, sizeof t->grid);     /* GPU targets: the launch geometry */
     memcpy(t->block, k.block, sizeof t->block);
     t->shared_bytes = k.shared_bytes;

@@ -74,15 +74,9 @@ static int prf_nleaves(const hlo_shape *s) {
   return n;
 }
 
-/* The in-place dynamic-update-slice of a dus kernel's fusion, NULL when it is none. */
-static const hlo_instr *prf_dus(const th_thunk *t) {
-  if (t->kind != TH_KERNEL || !t->emitter || strcmp(t->emitter, "dus") != 0 || t->ins->ncalls != 1)
-    return NULL;
-  const hlo_instr *r = t->ins->calls[0]->root;
-  while (r && r->op == HLO_OP_BITCAST) r = r->operands[0];
-  return r && r->op == HLO_OP_DYNAMIC_UPDATE_SLICE ? r : NULL;
-}
-
+/* Bytes a thunk moves: its operand and output leaves, except for a dus kernel's outputs
+   written in place (th_thunk.dus_inplace): the buffer they update is neither read nor
+   written whole, only the update is written. */
 int64_t th_thunk_bytes(const th_thunk *t) {
   int64_t n = 0;
   switch (t->kind) {
@@ -90,20 +84,20 @@ int64_t th_thunk_bytes(const th_thunk *t) {
   case TH_WHILE: case TH_COND: return 0;
   default: break;
   }
-  const hlo_instr *dus = prf_dus(t);
-  int skip = -1, leaf = 0;
-  if (dus) {
-    const hlo_instr *p = dus->operands[0];
-    while (p->op == HLO_OP_BITCAST) p = p->operands[0];
-    if (p->op == HLO_OP_PARAMETER) skip = (int)p->index;
-  }
+  uint64_t skip = 0;   /* operands updated in place */
+  hlo_dus_root dr[64];
+  int nr = t->dus_inplace ? hlo_fusion_dus_roots(t->ins, dr, 64) : 0;
+  for (int j = 0; j < nr; j++)
+    if (t->dus_inplace >> j & 1 && dr[j].param >= 0) skip |= 1ull << dr[j].param;
+  int leaf = 0;
   for (int k = 0; k < t->ins->noperands; k++) {
     int nl = prf_nleaves(&t->ins->operands[k]->shape);
     for (int j = 0; j < nl && leaf < arrlen(t->args); j++, leaf++)
-      if (k != skip) n += t->args[leaf].bytes;
+      if (!(k < 64 && skip >> k & 1)) n += t->args[leaf].bytes;
   }
-  if (dus && skip >= 0) return n + hlo_shape_bytes(&dus->operands[1]->shape);
-  for (ptrdiff_t o = 0; o < arrlen(t->outs); o++) n += t->outs[o].bytes;
+  for (ptrdiff_t o = 0; o < arrlen(t->outs); o++)
+    n += o < nr && t->dus_inplace >> o & 1 && dr[o].dus ? hlo_shape_bytes(&dr[o].dus->operands[1]->shape)
+                                                       : t->outs[o].bytes;
   return n;
 }
 

@@ -114,6 +114,8 @@ typedef struct th_thunk {
   void *fn;                      /* the backend's handle of the kernel (CPU: its address) */
   int64_t parallel_n, grain;
   struct emit_matmul_plan *matmul;
+  uint64_t dus_inplace;          /* the dus kernel: bit j, output leaf j written in place (only
+                                    its update: what the profile counts) */
   /* EVAL */
   char why[200];                 /* why the evaluator runs it */
   bool runtime_op;               /* no emitter by design (sort, scatter, ...) */

@@ -4,8 +4,8 @@
    A graph with a matmul, a reduction (softmax), a while loop (3 iterations) and a donated
    dynamic-update-slice: with profiling on, every thunk reports its calls (the while body's
    once per iteration), a positive time for the thunks that ran, bytes and FLOPs as
-   runtime/profile.c defines them (the matmul 2*M*N*K, the in-place dus the update's bytes
-   only); entries come sorted by time; reset zeroes them; with profiling off the calls stay
+   runtime/profile.c defines them (the matmul 2*M*N*K, the in-place dus the bytes it reads
+   and the update's, never the cache); entries come sorted by time; reset zeroes them; with profiling off the calls stay
    0 and only the run count moves. The evaluator backend gives one "module" entry. */
 #include "testutil.h"
 #include "api_testutil.h"
@@ -84,8 +84,9 @@ static void test_cpu_profile(void **state) {
   assert_true(mm->ms > 0);
   assert_int_equal(mm->flops, 2 * 8 * 4 * 16);
   assert_true(mm->bytes >= (8 * 16 + 16 * 4) * 4);
-  /* the (1, 4) row read and written, and its starts; not the 512-byte cache */
-  if (dus->bytes < 2 * 16 || dus->bytes > 2 * 16 + 64) fail_msg("dus moves %lld bytes", (long long)dus->bytes);
+  /* the (1, 4) row written, the (8, 4) softmax output it is sliced from (the slice fuses
+     into the update) and its starts; not the 512-byte cache */
+  if (dus->bytes < 16 + 128 || dus->bytes > 16 + 128 + 64) fail_msg("dus moves %lld bytes", (long long)dus->bytes);
   assert_int_equal(wh->calls, 2);
   assert_int_equal(wh->depth, 0);
   bool nested = false;
@@ -108,6 +109,45 @@ static void test_cpu_profile(void **state) {
   free(v);
   hj_exec_destroy(e);
   hj_graph_destroy(g);
+  hj_ctx_destroy(ctx);
+}
+
+/* A decode step's fused cache updates (two outputs written in place beside the query):
+   the profile counts the qkv row read, q written and the two updates written, never the
+   caches (2 x 8 KiB). */
+static void test_cpu_profile_two_updates(void **state) {
+  (void)state;
+  static const char *text =
+    "HloModule kv, input_output_alias={ {1}: (1, {}), {2}: (2, {}) }\nENTRY main {\n"
+    "  qkv = f32[1,96] parameter(0)\n  kc = f32[4,8,64] parameter(1)\n  vc = f32[4,64,8] parameter(2)\n"
+    "  t = s32[] parameter(3)\n  z = s32[] constant(0)\n"
+    "  q = f32[1,32] slice(qkv), slice={[0:1], [0:32]}\n"
+    "  ks = f32[1,32] slice(qkv), slice={[0:1], [32:64]}\n  k = f32[4,8,1] reshape(ks)\n"
+    "  vs = f32[1,32] slice(qkv), slice={[0:1], [64:96]}\n  v = f32[4,1,8] reshape(vs)\n"
+    "  dk = f32[4,8,64] dynamic-update-slice(kc, k, z, z, t)\n"
+    "  dv = f32[4,64,8] dynamic-update-slice(vc, v, z, t, z)\n"
+    "  ROOT r = (f32[1,32], f32[4,8,64], f32[4,64,8]) tuple(q, dk, dv)\n}\n";
+  hj_ctx_t *ctx = cb_ctx(HJ_BACKEND_CPU, 1, NULL);
+  hj_module_t *m = cb_parse(ctx, text);
+  hj_exec_t *e;
+  CHECK_OK(ctx, hj_compile_module(ctx, m, &e));
+  CHECK_OK(ctx, hj_exec_set_profiling(e, true));
+  hj_buffer_t **in = cb_inputs(ctx, m, 3), *out[3] = { NULL, in[1], in[2] };
+  CHECK_OK(ctx, hj_exec_run(e, in, 4, out, 3));
+  hj_profile_entry_t *v;
+  int n;
+  CHECK_OK(ctx, hj_exec_profile(e, &v, &n, NULL, NULL));
+  const hj_profile_entry_t *dus = tpr_find(v, n, "dus");
+  assert_non_null(dus);
+  assert_int_equal(dus->calls, 1);
+  int64_t want = 96 * 4 + 4 + 3 * 32 * 4;   /* qkv and t read; q, k, v written */
+  if (dus->bytes != want) fail_msg("the updates move %lld bytes, expected %lld", (long long)dus->bytes,
+                                   (long long)want);
+  free(v);
+  hj_buffer_destroy(out[0]);
+  cb_free_bufs(in, 4);
+  hj_exec_destroy(e);
+  hj_module_destroy(m);
   hj_ctx_destroy(ctx);
 }
 
@@ -141,6 +181,7 @@ static void test_interp_profile(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cpu_profile),
+    cmocka_unit_test(test_cpu_profile_two_updates),
     cmocka_unit_test(test_interp_profile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
