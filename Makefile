@@ -174,7 +174,7 @@ fuzz-long: $(BA)/tests/fuzz_hlo
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu
+TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu test-gpu-dry
 
 # What the suites run, built first on every core (-j$(TEST_JOBS)): `make test` from a fresh
 # clone is mostly compiling, and one job at a time it took minutes longer. Each suite still
@@ -183,7 +183,8 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
              $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
-             $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE)
+             $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE) \
+             $(CUDA_GPU_TESTS:%=$(B)/tests/%)
 
 # The suites run with the disk cache off (HLOJIT_CACHE_DIR=off): a test must compile what it
 # checks; the cache tests choose their own directories.

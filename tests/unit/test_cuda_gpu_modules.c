@@ -156,12 +156,15 @@ static void gm_dir(const char *what, const char *dir, int min_modules) {
   for (ptrdiff_t i = 0; i < arrlen(files); i++) {
     hj_module_t *m = NULL;
     if (hj_module_parse_file(ref, files[i], &m) != HJ_OK) { t.skipped++; continue; }
-    hj_buffer_t **in = cb_inputs(gpu, m, 1);
+    /* the evaluator's run gets inputs of its own: it writes donated outputs (a module's
+       input_output_alias) into its inputs, which the GPU must not start from */
+    hj_buffer_t **in = cb_inputs(gpu, m, 1), **ein = cb_inputs(gpu, m, 1);
     hj_exec_t *e = NULL;
     int nout = hj_module_num_outputs(m);
     hj_buffer_t **o = calloc((size_t)nout + 1, sizeof *o);
     bool evaluable = hj_compile_module(ref, m, &e) == HJ_OK &&
-                     hj_exec_run(e, in, hj_exec_num_inputs(e), o, nout) == HJ_OK;
+                     hj_exec_run(e, ein, hj_exec_num_inputs(e), o, nout) == HJ_OK;
+    cb_free_bufs(ein, hj_module_num_inputs(m));   /* a donated output keeps its reference */
     hj_exec_destroy(e);
     hj_ctx_clear_error(ref);
     if (evaluable) {
