@@ -16,7 +16,12 @@
    probes treat it as any dot (P*kc terms); its weights get few IEEE specials
    (ftu_few_specials) so that most outputs are finite. Made on purpose (2 threads, nr 48),
    a wrong panel base in the gemv (gemvp's group's first panel for all) failed 3 of the
-   1,000 graphs, a wrong K-step offset of B in cpu_matmul.c's panel path 11. */
+   1,000 graphs, a wrong K-step offset of B in cpu_matmul.c's panel path 11.
+
+   Cache updates: 1 graph in 8 (a stream of its own too) has one or two dynamic-update-
+   slices of a pool value into caches (fz_cache_updates): fusion into the update, sibling
+   fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 67 dus
+   kernels before x was made large enough for sibling fusion to merge two updates. */
 #ifndef HLOJIT_FUSION_FUZZ_GEN_H
 #define HLOJIT_FUSION_FUZZ_GEN_H
 
@@ -28,6 +33,8 @@ typedef struct fz_gen {
   fz_val *vals;             /* stb_ds: value k is named vK */
   int nparams;
   int panel_at;             /* the panel dot comes once the pool holds np + panel_at values; -1: none */
+  int cache_at;             /* the cache updates likewise (fz_cache_updates) */
+  int nstarts;              /* s32 start constants made: tK */
 } fz_gen;
 
 /* The CPU backend's panel width (hj_linear_panels' nr; emit_target.matmul_panel_nr), set
@@ -354,6 +361,55 @@ static void fz_panel_dot(fz_gen *g) {
   if (fz_r(g, 4)) fz_op(g, y);
 }
 
+/* Cache updates, as a decode step writes its k and v (ir/inplace.c, emitters/dus.c): for a
+   pool value x (rank 1-3) and one or, 2 in 3, two caches:
+     vC = f32[cache] parameter(k)     x's dims with one dim d times m (m in 2..4);
+                                      1 in 2 negate(parameter(k)): an arena value that dies
+                                      at the update, which is then written in place
+     vU = x, or 1 in 3 negate(x)
+     vD = f32[cache] dynamic-update-slice(vC, vU, tK...)   tK = s32[] constant(s): 0 for
+                                      the other dims; for d one of 0, 1, the last valid
+                                      start, or one past it, -2 and 99 (clamped)
+   the updates go into the pool (read later, they cannot be in place; left alone, the
+   sinks make them outputs), and two updates of one x may merge as siblings. */
+static void fz_cache_updates(fz_gen *g) {
+  int x = fz_pick_f32(g);
+  int64_t numel = 1;
+  for (int i = 0; i < g->vals[x].rank; i++) numel *= g->vals[x].dims[i];
+  if (numel < 64 && fz_r(g, 4)) {   /* mostly >= 256 bytes: what sibling fusion merges */
+    static const fz_val big[] = { { 2, { 8, 8 } }, { 3, { 4, 2, 8 } }, { 1, { 96 } }, { 3, { 1, 8, 8 } } };
+    x = fz_param(g, big[fz_r(g, 4)]);
+  }
+  fz_val vx = g->vals[x];
+  int nc = fz_r(g, 3) ? 2 : 1;
+  for (int c = 0; c < nc; c++) {
+    int d = fz_r(g, vx.rank);
+    int64_t m = 2 + fz_r(g, 3);
+    fz_val vc = vx;
+    vc.dims[d] *= m;
+    int cache = fz_param(g, vc);
+    if (fz_r(g, 2)) {
+      int p = cache;
+      cache = fz_def(g, vc);
+      sb_printf(&g->sb, "negate(v%d)\n", p);
+    }
+    int u = x;
+    if (fz_r(g, 3) == 0) {
+      u = fz_def(g, vx);
+      sb_printf(&g->sb, "negate(v%d)\n", x);
+    }
+    const int64_t last = vc.dims[d] - vx.dims[d], picks[] = { 0, 1, last, last + 1, -2, 99 };
+    int t0 = g->nstarts;
+    for (int i = 0; i < vx.rank; i++)
+      sb_printf(&g->sb, "  t%d = s32[] constant(%lld)\n", g->nstarts++,
+                (long long)(i == d ? picks[fz_r(g, 6)] : 0));
+    fz_def(g, vc);
+    sb_printf(&g->sb, "dynamic-update-slice(v%d, v%d", cache, u);
+    for (int i = 0; i < vx.rank; i++) sb_printf(&g->sb, ", t%d", t0 + i);
+    sb_printf(&g->sb, ")\n");
+  }
+}
+
 /* A random module of seed |seed| (malloc'd text). */
 static char *fz_module(uint64_t seed) {
   fz_gen g = { .s = seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
@@ -366,10 +422,17 @@ static char *fz_module(uint64_t seed) {
   uint64_t ps = seed * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
   for (int i = 0; i < 4; i++) ps ^= ps << 13, ps ^= ps >> 7, ps ^= ps << 17;
   g.panel_at = ps % 16 == 0 ? (int)((ps >> 8) % (uint64_t)nops) : -1;
+  /* 1 in 8 has cache updates, from a third stream (the graphs without keep their ops) */
+  uint64_t cs = seed * 0x94d049bb133111ebull + 0x2545f4914f6cdd1dull;
+  for (int i = 0; i < 4; i++) cs ^= cs << 13, cs ^= cs >> 7, cs ^= cs << 17;
+  g.cache_at = cs % 8 == 0 ? (int)((cs >> 8) % (uint64_t)nops) : -1;
   while ((int)arrlen(g.vals) < np + nops) {
     if (g.panel_at >= 0 && (int)arrlen(g.vals) >= np + g.panel_at) {
       fz_panel_dot(&g);
       g.panel_at = -1;
+    } else if (g.cache_at >= 0 && (int)arrlen(g.vals) >= np + g.cache_at) {
+      fz_cache_updates(&g);
+      g.cache_at = -1;
     } else {
       fz_op(&g, -1);
     }

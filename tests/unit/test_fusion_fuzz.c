@@ -196,6 +196,7 @@ static void fz_save(const hlo_module *m, uint64_t seed) {
 /* What a run over some seeds found (summed over the workers). */
 typedef struct fz_sum {
   int passed, unevaluable, failed[8], kb, ka, fusions, kinds[HLO_FUSION_KIND_COUNT], multi, rownorm;
+  int dus_multi;                        /* fusions with two or more in-place candidates */
   /* panel-order dots [0] of the CPU's nr, [1] of another: in the graphs checked, at M = 1,
      in graphs that passed (a)-(d), and of those with no evaluator fallback */
   int panels[2], panels_m1[2], panels_passed[2], panels_clean[2];
@@ -248,6 +249,7 @@ static void fz_run(uint64_t seed0, int n, int w, int nw, fz_sum *S) {
           S->fusions++;
           S->kinds[f->fusion_kind]++;
           S->multi += f->calls[0]->root->op == HLO_OP_TUPLE;
+          S->dus_multi += __builtin_popcountll(hlo_fusion_dus_mask(f)) >= 2;
           S->rownorm += f->fusion_kind == HLO_FUSION_INPUT && f->calls[0]->root->op != HLO_OP_TUPLE &&
                         hlo_shape_numel(&f->shape) > hlo_shape_numel(&hlo_fusion_hero(f->calls[0])->shape);
         }
@@ -271,6 +273,7 @@ static void fz_add(fz_sum *a, const fz_sum *b) {
   a->passed += b->passed; a->unevaluable += b->unevaluable;
   for (int k = 0; k < 8; k++) a->failed[k] += b->failed[k];
   a->kb += b->kb; a->ka += b->ka; a->fusions += b->fusions; a->multi += b->multi; a->rownorm += b->rownorm;
+  a->dus_multi += b->dus_multi;
   for (int k = 0; k < HLO_FUSION_KIND_COUNT; k++) a->kinds[k] += b->kinds[k];
   for (int k = 0; k < 2; k++) {
     a->panels[k] += b->panels[k]; a->panels_m1[k] += b->panels_m1[k];
@@ -286,6 +289,8 @@ static void fz_add(fz_sum *a, const fz_sum *b) {
   x->passes_ms += y->passes_ms; x->emit_ms += y->emit_ms; x->optimize_ms += y->optimize_ms;
   x->codegen_ms += y->codegen_ms;
   x->fusions += y->fusions;
+  x->dus_kernels += y->dus_kernels;
+  x->inplace_updates += y->inplace_updates;
 }
 
 /* Worker processes: this very binary, re-executed with HLOJIT_FUZZ_WORKER=w/W (a fresh
@@ -375,6 +380,8 @@ static void test_fuzz(void **state) {
          "(%d runtime ops), %d with emitter errors; failures: values %d, compile/run %d, emitter errors %d\n",
          ct->compiled, (long long)ct->fusions, ct->compiled ? ct->compile_ms / ct->compiled : 0.0, ct->clean, ct->fallback_graphs,
          ct->runtime_ops, ct->emit_error_graphs, failed[5], failed[6], failed[7]);
+  printf("  cache updates (fz_cache_updates): %d dus kernels, %d outputs written in place; %d fusions with two "
+         "or more updates\n", ct->dus_kernels, ct->inplace_updates, S.dus_multi);
   if (ct->compiled)
     printf("  CPU compile time per graph: passes %.1f ms, emission %.1f ms, O3 %.1f ms, codegen %.1f ms\n",
            ct->passes_ms / ct->compiled, ct->emit_ms / ct->compiled, ct->optimize_ms / ct->compiled,
@@ -388,6 +395,7 @@ static void test_fuzz(void **state) {
   for (int k = 1; k < 8; k++) nfail += failed[k];
   assert_int_equal(nfail, 0);
   assert_int_equal(S.passed + S.unevaluable, n);
+  if (n >= 500) assert_true(ct->inplace_updates > 0);   /* the in-place path did run */
 }
 
 /* The CPU comparison is not vacuous: on the evaluator's own result of a module with
