@@ -20,8 +20,9 @@
 
    Cache updates: 1 graph in 8 (a stream of its own too) has one or two dynamic-update-
    slices of a pool value into caches (fz_cache_updates): fusion into the update, sibling
-   fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 67 dus
-   kernels before x was made large enough for sibling fusion to merge two updates. */
+   fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 80 dus
+   kernels, 76 outputs written in place, 53 fusions holding two or more updates (x is
+   mostly made >= 256 bytes: smaller, sibling fusion never merged two updates). */
 #ifndef HLOJIT_FUSION_FUZZ_GEN_H
 #define HLOJIT_FUSION_FUZZ_GEN_H
 
