@@ -114,13 +114,12 @@ typedef struct emit_fn {
 
 /* Creates `void NAME(ptr bufs, i64 begin, i64 end)` and an inner always-inline function
    NAME.impl(ptr noalias p0..., ptr noalias out0..., i64 begin, i64 end) in which the caller
-   emits the body (builder positioned at its entry). |dus_inplace|: output 0 aliases operand
-   0, so neither gets noalias. */
+   emits the body (builder positioned at its entry). */
 hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
-                            const hlo_instr *fusion, bool dus_inplace);
+                            const hlo_instr *fusion);
 hj_status emit_kernel_end(emit_fn *f);   /* `ret void`, frees the cache, returns f->status */
-/* The same, generalised: output 0 aliases operand |inplace_operand| (-1: none; 0 is the dus
-   case), so neither gets noalias. */
+/* The same, with output 0 over operand |inplace_operand| (-1: none; loop.c's in-place
+   elementwise kernels), so neither gets noalias. */
 hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,
                                const hlo_instr *fusion, int inplace_operand);
 /* And in general: the operands with bit k of |alias_params| set and the outputs with bit j

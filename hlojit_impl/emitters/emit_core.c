@@ -96,8 +96,8 @@ hj_status emitp_fn_init(emit_fn *f, emit_module *em, const hlo_instr *fusion) {
 }
 
 hj_status emit_kernel_begin(emit_fn *f, emit_module *em, const char *name,
-                            const hlo_instr *fusion, bool dus_inplace) {
-  return emit_kernel_begin_ex(f, em, name, fusion, dus_inplace ? 0 : -1);
+                            const hlo_instr *fusion) {
+  return emit_kernel_begin_aliased(f, em, name, fusion, 0, 0);
 }
 
 hj_status emit_kernel_begin_ex(emit_fn *f, emit_module *em, const char *name,

@@ -199,7 +199,7 @@ static const char *emx_check_root(const hlo_comp *c, const hlo_instr *dot, bool 
 static hj_status emx_emit_epilogue(emit_module *em, const hlo_instr *fusion, const hlo_instr *dot,
                                    const struct emit_matmul_plan *p, const char *name) {
   emit_fn f;
-  hj_status st = emit_kernel_begin(&f, em, name, fusion, false);
+  hj_status st = emit_kernel_begin(&f, em, name, fusion);
   if (st) return st;
   LLVMBuilderRef b = em->b;
   const hlo_instr *root = f.comp->root;

@@ -450,7 +450,7 @@ hj_status emit_reduction_fusion(emit_module *em, const hlo_instr *fusion, const 
   if (!p) return hj__err(em->ctx, HJ_ERR_OOM, "reduction emitter: out of memory");
   hj_status st = red_analyse(em, fusion, p);
   emit_fn f;
-  if (!st) st = emit_kernel_begin(&f, em, name, fusion, false);
+  if (!st) st = emit_kernel_begin(&f, em, name, fusion);
   if (!st) {
     if (f.nouts != p->nleaves)
       emit_fail(&f, HJ_ERR_INTERNAL, "%d output buffers, %d output leaves", f.nouts, p->nleaves);

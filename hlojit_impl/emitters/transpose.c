@@ -336,7 +336,7 @@ hj_status emit_transpose_fusion(emit_module *em, const hlo_instr *fusion, const 
   trp_plan p;
   hj_status st = trp_analyse(em, fusion, hero, &p);
   emit_fn f;
-  if (!st) st = emit_kernel_begin(&f, em, name, fusion, false);
+  if (!st) st = emit_kernel_begin(&f, em, name, fusion);
   if (!st) {
     if (f.nouts != p.nleaves) emit_fail(&f, HJ_ERR_INTERNAL, "%d output buffers, %d output leaves", f.nouts, p.nleaves);
     else trp_emit(&f, &p);
