@@ -234,10 +234,7 @@ static void test_transposes_and_loops_emu(void **state) {
           "  dv = f32[4,64,8] dynamic-update-slice(vc, v, z, t, z)\n"
           "  ROOT r = (f32[1,32], f32[4,8,64], f32[4,64,8]) tuple(q, dk, dv)\n}\n", ref, &emu, &t);
   assert_int_equal(t.kernels - k0, 2);   /* the exponential, and the updates */
-  char *mr = tu_read_file("../shared/hlo-corpus/gpu_tests_dus_inplace_multiple_roots_bf16.hlo", NULL);
-  if (mr) ce_text("XLA's MultipleInplaceDus (bf16, two roots in place)", mr, ref, &emu, &t);
-  else print_message("skipped: ../shared/hlo-corpus not found (XLA's MultipleInplaceDus)\n");
-  free(mr);
+  /* (XLA's MultipleInplaceDus, two roots in place, runs with the corpus: test_corpus_emu) */
   print_message("transposes and loops on the emulated GPU: %d modules, %d kernels\n", t.modules, t.kernels);
   emu_destroy(&emu);
   hj_ctx_destroy(ref);
