@@ -8,6 +8,8 @@ CSTD    := -std=gnu11
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(OPT) $(WARN) -fPIC -I. -Ithird_party
 LDLIBS  += -lm -lpthread -ldl
+# The included .mk files define rules of their own: `make` alone still means `make all`.
+.DEFAULT_GOAL := all
 
 # The CPU backend (LLVM ORC through LLVM-C): CPU_SRC, CPU_CFLAGS, CPU_LDLIBS.
 -include backends/cpu/cpu.mk
