@@ -175,9 +175,20 @@ static hj_status ba_leaves_of(ba_state *s, ba_plan *p, int i, const int *param_b
   return HJ_OK;
 }
 
+/* How many leaves of fusion |f|'s operands belong to group |g|. */
+static int ba_uses_of(ba_state *s, const hlo_instr *f, int g) {
+  int n = 0;
+  for (int k = 0; k < f->noperands; k++) {
+    int *og = s->leafgrp[ba_pos(s, f->operands[k])];
+    for (ptrdiff_t j = 0; j < arrlen(og); j++) n += og[j] >= 0 && ba_find(s, og[j]) == g;
+  }
+  return n;
+}
+
 /* Step 2: which output leaves of fusion |i| may update an operand in place (ir/inplace.c
    says which leaves could, over which operand; here: the operand's storage is an arena
-   slot that dies at |i|, of the leaf's size)? */
+   slot that dies at |i|, of the leaf's size, and no other operand of |i| is a view of it:
+   fusion(kc, reshape(kc)) would read what the update overwrites)? */
 static void ba_dus(ba_state *s, ba_plan *p, int i) {
   const hlo_instr *f = s->c->instrs[i];
   hlo_dus_root dr[64];
@@ -189,21 +200,13 @@ static void ba_dus(ba_state *s, ba_plan *p, int i) {
     if (arrlen(og) != 1 || og[0] < 0) continue;
     int g0 = ba_find(s, og[0]), go = ba_find(s, s->leafgrp[i][j]);
     ba_group *G0 = &s->groups[g0];
-    if (G0->where != BA_ARENA || G0->last != i || G0->bytes != s->groups[go].bytes || g0 == go) continue;
+    if (G0->where != BA_ARENA || G0->last != i || G0->bytes != s->groups[go].bytes || g0 == go ||
+        ba_uses_of(s, f, g0) != 1)
+      continue;
     s->uf[go] = g0;
     if (s->groups[go].last > G0->last) G0->last = s->groups[go].last;
     p->dus_inplace[i] |= 1ull << j;
   }
-}
-
-/* How many leaves of fusion |f|'s operands belong to group |g|. */
-static int ba_uses_of(ba_state *s, const hlo_instr *f, int g) {
-  int n = 0;
-  for (int k = 0; k < f->noperands; k++) {
-    int *og = s->leafgrp[ba_pos(s, f->operands[k])];
-    for (ptrdiff_t j = 0; j < arrlen(og); j++) n += og[j] >= 0 && ba_find(s, og[j]) == g;
-  }
-  return n;
 }
 
 /* Step 2b: may fusion |i| write its output over one of its operands? */

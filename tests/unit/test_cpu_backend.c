@@ -373,6 +373,44 @@ static void test_buffer_dus_siblings(void **state) {
   hj_ctx_destroy(ctx);
 }
 
+/* A fusion given the cache twice, once through a view (a reshape shares its buffer): the
+   update may not go in place, or the exponential would read a row the update overwrote.
+   The fusion is as XLA could dump it (the pipeline keeps a given fusion). */
+static void test_buffer_dus_view(void **state) {
+  static const char text[] =
+    "HloModule dus_view\n"
+    "fused {\n  p0 = f32[4,8] parameter(0)\n  p1 = f32[32] parameter(1)\n"
+    "  u = f32[1,8] parameter(2)\n  i = s32[] parameter(3)\n  z = s32[] constant(0)\n"
+    "  d = f32[4,8] dynamic-update-slice(p0, u, i, z)\n  e = f32[32] exponential(p1)\n"
+    "  ROOT r = (f32[4,8], f32[32]) tuple(d, e)\n}\n"
+    "ENTRY main {\n  k0 = f32[4,8] parameter(0)\n  u = f32[1,8] parameter(1)\n"
+    "  i = s32[] parameter(2)\n  kc = f32[4,8] negate(k0)\n  b = f32[32] reshape(kc)\n"
+    "  ROOT f = (f32[4,8], f32[32]) fusion(kc, b, u, i), kind=kLoop, calls=fused\n}\n";
+  hj_ctx_t *ctx = tu_ctx();
+  ba_plan p;
+  hlo_module *m = cb_plan(ctx, text, &p);
+  assert_int_equal(p.dus_inplace[ba_instr_pos(&p, m->entry->root)], 0);
+  ba_plan_free(&p);
+  hlo_module_free(m);
+  hj_ctx_t *cpu = cb_ctx(HJ_BACKEND_CPU, 2, NULL);
+  m = cb_parse(cpu, text);
+  for (int row = 0; row < 4; row++) {
+    hj_buffer_t **in = cb_inputs(cpu, m, 5 + row);
+    *(int32_t *)hj_buffer_host_ptr(in[2]) = row;
+    hj_buffer_t **o = cb_run(cpu, m, in, NULL), **r = cb_run(ctx, m, in, NULL);
+    char why[256];
+    for (int j = 0; j < 2; j++)
+      if (!cb_close(o[j], r[j], 1e-6, 0, 0, why, sizeof why))
+        fail_msg("update of row %d, output %d: %s", row, j, why);
+    cb_free_bufs(o, 2);
+    cb_free_bufs(r, 2);
+    cb_free_bufs(in, 3);
+  }
+  hj_module_destroy(m);
+  hj_ctx_destroy(cpu);
+  hj_ctx_destroy(ctx);
+}
+
 /* ---- in-place elementwise ------------------------------------------------------------------------ */
 
 /* The CPU backend's question (cpu_backend.c): a linear loop kernel reading |operand| at its
@@ -618,6 +656,7 @@ int main(void) {
     cmocka_unit_test(test_buffer_aliases),
     cmocka_unit_test(test_buffer_dus_inplace),
     cmocka_unit_test(test_buffer_dus_siblings),
+    cmocka_unit_test(test_buffer_dus_view),
     cmocka_unit_test(test_buffer_inplace_elementwise),
     cmocka_unit_test(test_inplace_elementwise_runs),
     cmocka_unit_test(test_backends_and_dumps),
