@@ -18,7 +18,9 @@
    dynamic-update-slice, gather, scatter (every combiner), reduce (also variadic),
    reduce-window, dot, sort, map, call, while (counter loops of <= 4 trips), conditional
    (pred and s32 selectors, out-of-range indices), tuple/get-tuple-element, opt-barrier,
-   explicit fusions. The root is a tuple of 1-3 values.
+   explicit fusions (elementwise, and two-output ones around a dynamic-update-slice that
+   buffer assignment may do in place). The root is a tuple of 1-3 values (and of one such
+   fusion's two outputs, so that it is not dead code).
    Ill-typed modules (1 in 5): the well-typed text with one edit on one instruction line of
    the entry: a declared dim or element type changed, an attribute number replaced by a
    boundary value, an operand swapped for another value (or a later or unknown one), an
@@ -270,7 +272,7 @@ static const struct { fg_op fn; int weight; } fg_ops[] = {
   { fg_op_iota, 2 }, { fg_op_broadcast, 4 }, { fg_op_reshape, 4 }, { fg_op_transpose, 3 }, { fg_op_slice, 5 },
   { fg_op_reverse, 2 }, { fg_op_pad, 4 }, { fg_op_concat, 3 }, { fg_op_dynamic_slice, 4 }, { fg_op_gather, 4 },
   { fg_op_scatter, 3 }, { fg_op_reduce, 5 }, { fg_op_reduce_window, 2 }, { fg_op_dot, 3 }, { fg_op_sort, 2 },
-  { fg_op_map, 2 }, { fg_op_call, 3 }, { fg_op_while, 2 }, { fg_op_conditional, 2 }, { fg_op_tuple_misc, 2 },
+  { fg_op_map, 2 }, { fg_op_call, 3 }, { fg_op_fusion_update, 2 }, { fg_op_while, 2 }, { fg_op_conditional, 2 }, { fg_op_tuple_misc, 2 },
 };
 
 static void fg_step(fg *g) {
@@ -395,9 +397,10 @@ void fhg_generate(uint64_t seed, fhg_module *out) {
   int steps = 1 + fg_rn(g, fg_chance(g, 200) ? 40 : 16);
   for (int i = 0; i < steps && g->nv < 200; i++) fg_step(g);
   if (!g->nv) fg_op_unary(g);
-  int nout = 1 + fg_rn(g, 3), outs[3];
+  int nout = 1 + fg_rn(g, 3), outs[5];
   for (int k = 0; k < nout; k++)   /* mostly recent values */
     outs[k] = fg_chance(g, 700) ? g->nv - 1 - fg_rn(g, g->nv < 4 ? g->nv : 4) : fg_rn(g, g->nv);
+  for (int k = 0; k < g->nkeep; k++) outs[nout++] = g->keep[k];
   sbuf t = { 0 };
   fg_sb_add(&t, "HloModule fuzz_%llu\n\n%s", (unsigned long long)seed, g->comps.p ? g->comps.p : "");
   fg_sb_add(&t, "ENTRY main {\n%s  ROOT out = (", g->body.p ? g->body.p : "");

@@ -32,6 +32,7 @@ typedef struct {
   sbuf body, comps;
   fv vals[256];
   int nv, nparams, ncomp;
+  int keep[2], nkeep;   /* values the root returns besides its 1-3 picks (fg_op_fusion_update) */
   bool has_while;
 } fg;
 
@@ -107,6 +108,7 @@ void fg_op_dot(fg *g);
 void fg_op_sort(fg *g);
 void fg_op_map(fg *g);
 void fg_op_call(fg *g);
+void fg_op_fusion_update(fg *g);
 void fg_op_while(fg *g);
 void fg_op_conditional(fg *g);
 void fg_op_tuple_misc(fg *g);

@@ -597,6 +597,86 @@ void fg_op_call(fg *g) {
   else fg_sb_add(&g->body, "), to_apply=c%d\n", c);
 }
 
+/* An explicit fusion with two outputs, the first a dynamic-update-slice of its operand 0
+   (the in-place candidate of ir/inplace.c; 7 in 10 times a value made for it that dies
+   at the fusion, so that buffer assignment may update it in place), 3 in 10 times through
+   a bitcast to its flat shape. The second output, by kind: 0 an elementwise op of a view
+   of the same buffer (its reshape as operand 1), 1 of the same buffer passed twice, 2 of
+   fused parameter 0 itself, 3 a dynamic-update-slice of a second value (two in-place
+   candidates). Every output must read the buffers as they were before the updates. */
+static const char *exact_unary(int t) { return fg_is_f(t) ? "negate" : "not"; }
+
+void fg_op_fusion_update(fg *g) {
+  int kind = fg_rn(g, 4), a = fg_pick(g, ge1), b = kind == 3 ? fg_pick(g, ge1) : a;
+  const fv x[2] = { g->vals[a], g->vals[b] };
+  int nup = kind == 3 ? 2 : 1, u[2], st[2][4], it[2] = { int_type(g), int_type(g) }, lvl[2];
+  int64_t sz[4], n = fg_numel(&x[0]);
+  char s[2][128], us[2][128], sf[128];
+  for (int k = 0; k < nup; k++) {                 /* the updates and their starts */
+    lvl[k] = x[k].lvl;
+    for (int i = 0; i < x[k].rank; i++) {
+      sz[i] = fg_rn(g, (int)x[k].d[i] + 1);
+      st[k][i] = start_index(g, it[k]);
+      lvl[k] = fg_maxl(lvl[k], fg_disc(g->vals[st[k][i]].lvl));
+    }
+    u[k] = fg_get(g, x[k].t, x[k].rank, sz);
+    lvl[k] = fg_maxl(lvl[k], g->vals[u[k]].lvl);
+    fg_shape_str(s[k], sizeof s[k], x[k].t, x[k].rank, x[k].d);
+    fg_shape_str(us[k], sizeof us[k], x[k].t, x[k].rank, sz);
+  }
+  fg_shape_str(sf, sizeof sf, x[0].t, 1, &n);
+  const char *s1 = kind == 0 ? sf : kind == 3 ? s[1] : s[0];   /* operand 1 and output 1 */
+  int c = g->ncomp++;
+  char buf[2][32];                                /* the entry's operands 0 and 1 */
+  for (int k = 0; k < 2; k++) {
+    int src = k ? b : a;
+    if (k && kind != 3) continue;
+    if (fg_chance(g, 700)) {
+      fg_sb_add(&g->body, "  fb%d_%d = %s %s(v%d)\n", c, k, s[k], exact_unary(x[k].t), src);
+      snprintf(buf[k], sizeof buf[k], "fb%d_%d", c, k);
+    } else {
+      snprintf(buf[k], sizeof buf[k], "v%d", src);
+    }
+  }
+  if (kind == 0) {
+    fg_sb_add(&g->body, "  fr%d = %s reshape(%s)\n", c, sf, buf[0]);
+    snprintf(buf[1], sizeof buf[1], "fr%d", c);
+  } else if (kind == 1) {
+    snprintf(buf[1], sizeof buf[1], "%s", buf[0]);
+  }
+  fg_sb_add(&g->comps, "c%d {\n  c%d_p0 = %s parameter(0)\n", c, c, s[0]);
+  if (kind != 2) fg_sb_add(&g->comps, "  c%d_p1 = %s parameter(1)\n", c, s1);
+  int pn = kind == 2 ? 1 : 2;
+  for (int k = 0; k < nup; k++) {
+    fg_sb_add(&g->comps, "  c%d_u%d = %s parameter(%d)\n", c, k, us[k], pn++);
+    for (int i = 0; i < x[k].rank; i++) fg_sb_add(&g->comps, "  c%d_s%d_%d = %s[] parameter(%d)\n", c, k, i, tname[it[k]], pn++);
+    fg_sb_add(&g->comps, "  c%d_d%d = %s dynamic-update-slice(c%d_p%d, c%d_u%d", c, k, s[k], c, k, c, k);
+    for (int i = 0; i < x[k].rank; i++) fg_sb_add(&g->comps, ", c%d_s%d_%d", c, k, i);
+    fg_sb_add(&g->comps, ")\n");
+  }
+  bool flat = fg_chance(g, 300);
+  if (flat) fg_sb_add(&g->comps, "  c%d_b = %s bitcast(c%d_d0)\n", c, sf, c);
+  if (kind != 3) fg_sb_add(&g->comps, "  c%d_d1 = %s %s(c%d_p%d)\n", c, s1, exact_unary(x[0].t), c, kind == 2 ? 0 : 1);
+  fg_sb_add(&g->comps, "  ROOT c%d_r = (%s, %s) tuple(c%d_%s, c%d_d1)\n}\n\n", c, flat ? sf : s[0], s1, c,
+            flat ? "b" : "d0", c);
+  fg_sb_add(&g->body, "  fu%d = (%s, %s) fusion(%s", c, flat ? sf : s[0], s1, buf[0]);
+  if (kind != 2) fg_sb_add(&g->body, ", %s", buf[1]);
+  for (int k = 0; k < nup; k++) {
+    fg_sb_add(&g->body, ", v%d", u[k]);
+    for (int i = 0; i < x[k].rank; i++) fg_sb_add(&g->body, ", v%d", st[k][i]);
+  }
+  fg_sb_add(&g->body, "), kind=kLoop, calls=c%d\n", c);
+  fg_def(g, x[0].t, flat ? 1 : x[0].rank, flat ? &n : x[0].d, lvl[0]);
+  fg_sb_add(&g->body, "get-tuple-element(fu%d), index=0\n", c);
+  if (kind == 0) fg_def(g, x[0].t, 1, &n, x[0].lvl);
+  else fg_def(g, x[kind == 3].t, x[kind == 3].rank, x[kind == 3].d, kind == 3 ? lvl[1] : x[0].lvl);
+  fg_sb_add(&g->body, "get-tuple-element(fu%d), index=1\n", c);
+  if (!g->nkeep) {   /* the root returns both: the fusion is not dead code */
+    g->keep[g->nkeep++] = g->nv - 2;
+    g->keep[g->nkeep++] = g->nv - 1;
+  }
+}
+
 /* while (i < trips) { i += 1; x = x op x } on the state (s32[], x), 0 to 4 trips. */
 void fg_op_while(fg *g) {
   int a = fg_pick(g, NULL);
