@@ -2,7 +2,8 @@
    fz_module(seed) writes one module as HLO text; fz_sinks_to_root makes its unused values
    outputs. Include after testutil.h and fusion_testutil.h.
 
-   Generator: a pool of values (name, f32/pred, dims from {1,2,3,4,5,8}, rank <= 3) that
+   Generator: a pool of values (name, f32/pred, dims from {1,2,3,4,5,8}, or in 1 graph in
+   8 from {1,3,16,17,33,40}: transposes big enough for the transpose kernels, rank <= 3) that
    starts with 1-2 parameters; each op picks operands from the pool and, when no value of
    the needed dims exists, makes one: a broadcast of a lower-rank value or a scalar
    constant, or a new parameter. The root is a tuple of the last 1-3 values.
@@ -20,8 +21,8 @@
 
    Cache updates: 1 graph in 8 (a stream of its own too) has one or two dynamic-update-
    slices of a pool value into caches (fz_cache_updates): fusion into the update, sibling
-   fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 80 dus
-   kernels, 76 outputs written in place, 53 fusions holding two or more updates (x is
+   fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 81 dus
+   kernels, 78 outputs written in place, 51 fusions holding two or more updates (x is
    mostly made >= 256 bytes: smaller, sibling fusion never merged two updates). */
 #ifndef HLOJIT_FUSION_FUZZ_GEN_H
 #define HLOJIT_FUSION_FUZZ_GEN_H
@@ -36,6 +37,7 @@ typedef struct fz_gen {
   int panel_at;             /* the panel dot comes once the pool holds np + panel_at values; -1: none */
   int cache_at;             /* the cache updates likewise (fz_cache_updates) */
   int nstarts;              /* s32 start constants made: tK */
+  bool wide;                /* dims from {1,3,16,17,33,40} instead of {1,2,3,4,5,8} */
 } fz_gen;
 
 /* The CPU backend's panel width (hj_linear_panels' nr; emit_target.matmul_panel_nr), set
@@ -80,9 +82,9 @@ static int fz_param(fz_gen *g, fz_val v) {
 }
 
 static fz_val fz_random_val(fz_gen *g) {
-  static const int64_t sizes[] = { 1, 2, 3, 4, 5, 8 };
+  static const int64_t sizes[] = { 1, 2, 3, 4, 5, 8 }, wide[] = { 1, 3, 16, 17, 33, 40 };
   fz_val v = { .rank = 1 + fz_r(g, 3) };
-  for (int i = 0; i < v.rank; i++) v.dims[i] = sizes[fz_r(g, 6)];
+  for (int i = 0; i < v.rank; i++) v.dims[i] = (g->wide ? wide : sizes)[fz_r(g, 6)];
   return v;
 }
 
@@ -415,6 +417,12 @@ static void fz_cache_updates(fz_gen *g) {
 static char *fz_module(uint64_t seed) {
   fz_gen g = { .s = seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
   for (int i = 0; i < 8; i++) fz_rand(&g);
+  /* 1 graph in 8 is wide, from a stream of its own (the others keep their graphs): the
+     same ops on dims up to 40, where the transpose kernels (both minor dims >= 16) and
+     tiles with ragged edges come in */
+  uint64_t ws = seed * 0xd6e8feb86659fd93ull + 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 4; i++) ws ^= ws << 13, ws ^= ws >> 7, ws ^= ws << 17;
+  g.wide = ws % 8 == 0;
   int np = 1 + fz_r(&g, 2);
   for (int i = 0; i < np; i++) fz_param(&g, fz_random_val(&g));
   int nops = 1 + fz_r(&g, 30);

@@ -149,11 +149,12 @@ static inline int64_t ftu_max_numel(const hlo_module *m) {
   return mx;
 }
 
-/* ---- the CPU backend against the evaluator (test_fusion_fuzz.c) ---------------------------
-   ftu_cpu_check compiles |m| with hj_compile_module on a CPU context (the backend's own
-   pipeline: dot canonicalisation, passes with fusion, the partitioner, wrapping, emission,
-   LLVM O3) and compares its outputs with the evaluator on the UNOPTIMISED |m|, on |rounds|
-   input sets (ftu_args).
+/* ---- a backend against the evaluator (test_fusion_fuzz.c, test_cuda_emu_fuzz.c) ----------
+   ftu_check compiles |m| for a target (ftu_target: ftu_cpu_check's is hj_compile_module on
+   a CPU context, the backend's own pipeline: dot canonicalisation, passes with fusion, the
+   partitioner, wrapping, emission, LLVM O3; test_cuda_emu_fuzz.c's is the CUDA backend's
+   emitters on the GPU emulator) and compares its outputs with the evaluator on the
+   UNOPTIMISED |m|, on |rounds| input sets (ftu_args).
 
    Tolerance. Integers and preds must be equal; floats must have the same class (NaN, +inf,
    -inf, finite) and, when finite, |cpu - eval| <= 2 s + 2^-20 |eval| + 1e-37, where s is
@@ -173,28 +174,31 @@ static inline int64_t ftu_max_numel(const hlo_module *m) {
    logistic polynomials are within 3.5 ulps (emit_math.c), its reductions and dots sum in
    another order (vector accumulators, blocked matmul), everything else is the same IEEE
    op — so both results lie within about s of the exact value, hence within 2 s of each
-   other. Elements whose class changes under a probe, whose f32 evaluator class differs
+   other. The same holds for the GPU kernels (libdevice within 2 ulps, and the host's libm
+   in the emulator; tree reductions, tiled dots). Elements whose class changes under a probe, whose f32 evaluator class differs
    from f64's (overflow, a NaN made by rounding), or whose exact value is beyond 1e37 are
    ill-conditioned: not compared, counted. Where the exact result is a discontinuous
    function of a rounded value (floor, sign, compare/select near a tie) the probes cross
    the jump and s is large, so the element is compared only loosely — counted as "loose"
-   (s > 2^-10 |eval|). On 1,000 fuzz graphs (with panel-order dots and cache updates):
-   92% of the elements are bitwise equal, 1.4% ill-conditioned, and the largest error seen
-   is 0.17 of its tolerance (0.24 over seeds 100001-103000, 0.08 over 5000-9000, 0.05
-   over 20000-23000: 11,000 graphs, all within). */
+   (s > 2^-10 |eval|). On 1,000 fuzz graphs (with panel-order dots, cache updates and
+   wide graphs): 97% of the elements are bitwise equal, 0.9% ill-conditioned, and the
+   largest error seen is 0.17 of its tolerance (0.11 over seeds 5000-8999, 0.09 over
+   100001-103000). The emulated GPU (test_cuda_emu_fuzz): 0.50 over seeds 1-3000, 0.09
+   over 100001-103000. */
 #define FTU_PROBES 6
 #define FTU_DELTA (1.0 / 524288.0)
 
-typedef struct ftu_cpu_tally {
+typedef struct ftu_tally {
   int graphs, compiled, clean;          /* clean: no evaluator fallback at all */
   int fallback_graphs, emit_error_graphs, runtime_ops;
   int64_t elems, exact, loose, illcond; /* compared bitwise equal, loosely, not compared */
   double compile_ms, max_err_ratio;     /* max |cpu - eval| / tol over compared floats */
   double passes_ms, emit_ms, optimize_ms, codegen_ms;
   int last_fallbacks;                   /* of the last graph compiled */
-  int64_t fusions;                      /* fusions the CPU backend compiled, in all */
-  int dus_kernels, inplace_updates;     /* hj_exec_stats' kernels_dus and inplace_updates */
-} ftu_cpu_tally;
+  int64_t fusions;                      /* fusions the target compiled, in all */
+  int64_t kernels[5];                   /* kernels: loop, reduction, transpose, matmul, dus */
+  int inplace_updates;                  /* hj_exec_stats' inplace_updates */
+} ftu_tally;
 
 static inline hj_ctx_t *ftu_cpu_ctx_new(void) {
   hj_ctx_options_t o;
@@ -365,10 +369,10 @@ static inline hj_status ftu_cpu_exec(hj_ctx_t *cpu, hj_exec_t *e, hlo_literal *c
 /* 0 NaN, 1 +inf, 2 -inf, 3 finite. */
 static inline int ftu_fclass(double v) { return isnan(v) ? 0 : isinf(v) ? (v > 0 ? 1 : 2) : 3; }
 
-/* Compares the CPU's |y| with the evaluator's |x| (the tolerance above): |ref| is the
+/* Compares a backend's |y| with the evaluator's |x| (the tolerance above): |ref| is the
    exact (f64) result, |probes| the perturbed ones. false with a message in |why|. */
-static inline bool ftu_cpu_compare(hlo_literal *x, hlo_literal *y, hlo_literal *ref, hlo_literal *const *probes,
-                                   int nprobes, ftu_cpu_tally *t, char *why, size_t nwhy) {
+static inline bool ftu_compare(hlo_literal *x, hlo_literal *y, hlo_literal *ref, hlo_literal *const *probes,
+                                   int nprobes, ftu_tally *t, char *why, size_t nwhy) {
   hlo_literal **lx = NULL, **ly = NULL, **lr = NULL, **lp[FTU_PROBES] = { 0 };
   ftu_lit_leaves(x, &lx);
   ftu_lit_leaves(y, &ly);
@@ -401,7 +405,7 @@ static inline bool ftu_cpu_compare(hlo_literal *x, hlo_literal *y, hlo_literal *
         continue;
       }
       ok = false;
-      snprintf(why, nwhy, "CPU output %d element %lld: %.9g, evaluator %.9g (exact %.9g, tolerance %.3g)",
+      snprintf(why, nwhy, "output %d element %lld: %.9g, evaluator %.9g (exact %.9g, tolerance %.3g)",
                (int)L, (long long)i, a, b, r, tol);
     }
   }
@@ -428,24 +432,37 @@ static inline bool ftu_probe_eval(hlo_module *const *mods, hlo_literal *const *a
   return all;
 }
 
-/* 0: the CPU backend matches the evaluator on the unoptimised |m| for |rounds| input
-   sets; 1: values differ; 2: compile or run failed; 3: an emitter error (emit_errors > 0);
-   -1: the evaluator cannot run |m| (not counted). |t| (may be NULL) is updated. */
-static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, ftu_cpu_tally *t,
-                                char *why, size_t nwhy) {
-  ftu_cpu_tally scratch = { 0 };
+/* A backend under test: |compile| makes an executable of |m| (opaque, |destroy| frees it)
+   and fills |stats|; |run| runs it on |args| (array literals), *out a copy of |like| (the
+   evaluator's result) holding its outputs. Errors go to |ctx|. */
+typedef struct ftu_target {
+  const char *name;   /* "CPU", "emulated GPU": the messages' prefix */
+  hj_ctx_t *ctx;
+  void *self;
+  hj_status (*compile)(void *self, const hlo_module *m, void **exe, hj_exec_stats_t *stats);
+  hj_status (*run)(void *self, void *exe, hlo_literal *const *args, int nargs, const hlo_literal *like,
+                   hlo_literal **out);
+  void (*destroy)(void *exe);
+} ftu_target;
+
+/* 0: the target matches the evaluator on the unoptimised |m| for |rounds| input sets (the
+   tolerance above); 1: values differ; 2: compile or run failed; 3: an emitter error
+   (emit_errors > 0); -1: the evaluator cannot run |m| (not counted). |t| (may be NULL) is
+   updated. */
+static inline int ftu_check(const ftu_target *tg, const hlo_module *m, int rounds, ftu_tally *t,
+                            char *why, size_t nwhy) {
+  ftu_tally scratch = { 0 };
   if (!t) t = &scratch;
   hlo_module *mods[FTU_PROBES + 1] = { 0 };
   for (int k = 0; k <= FTU_PROBES; k++) mods[k] = ftu_probe_module(m, k);
-  hj_exec_t *e = NULL;
+  void *e = NULL;
+  hj_exec_stats_t es = { 0 };
   int res = 0;
   t->graphs++;
-  if (hj_compile_module(cpu, (hj_module_t *)m, &e) != HJ_OK) {
-    snprintf(why, nwhy, "CPU compile: %s", hj_ctx_error(cpu));
+  if (tg->compile(tg->self, m, &e, &es) != HJ_OK) {
+    snprintf(why, nwhy, "%s compile: %s", tg->name, hj_ctx_error(tg->ctx));
     res = 2;
   } else {
-    hj_exec_stats_t es;
-    hj_exec_stats(e, &es);
     t->compiled++;
     t->compile_ms += es.compile_ms;
     t->passes_ms += es.passes_ms;
@@ -454,7 +471,8 @@ static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, 
     t->codegen_ms += es.codegen_ms;
     t->last_fallbacks = es.evaluator_fallbacks;
     t->fusions += es.fusions;
-    t->dus_kernels += es.kernels_dus;
+    const int kinds[5] = { es.kernels_loop, es.kernels_reduction, es.kernels_transpose, es.kernels_matmul, es.kernels_dus };
+    for (int k = 0; k < 5; k++) t->kernels[k] += kinds[k];
     t->inplace_updates += es.inplace_updates;
     t->clean += es.evaluator_fallbacks == 0;
     t->fallback_graphs += es.evaluator_fallbacks > 0;
@@ -468,16 +486,18 @@ static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, 
   int n = (int)arrlen(m->entry->params);
   for (int r = 0; r < rounds && res == 0; r++) {
     hlo_literal **args = ftu_args(m, (uint64_t)r + 1), *x = NULL, *y = NULL, *ref[FTU_PROBES + 1] = { 0 };
+    char w[1024];
     if (hlo_eval_module(ftu_ctx, m, args, n, &x) != HJ_OK) {
       res = -1;
-    } else if (ftu_cpu_exec(cpu, e, args, n, x, &y) != HJ_OK) {
-      snprintf(why, nwhy, "CPU run: %s", hj_ctx_error(cpu));
+    } else if (tg->run(tg->self, e, args, n, x, &y) != HJ_OK) {
+      snprintf(why, nwhy, "%s run: %s", tg->name, hj_ctx_error(tg->ctx));
       res = 2;
     } else {
       if (!ftu_probe_eval(mods, args, n, ref)) {
         snprintf(why, nwhy, "the f64 probes of the module do not run: %s", hj_ctx_error(ftu_ctx));
         res = 2;
-      } else if (!ftu_cpu_compare(x, y, ref[0], ref + 1, FTU_PROBES, t, why, nwhy)) {
+      } else if (!ftu_compare(x, y, ref[0], ref + 1, FTU_PROBES, t, w, sizeof w)) {
+        snprintf(why, nwhy, "%s %.900s", tg->name, w);
         res = 1;
       }
       for (int k = 0; k <= FTU_PROBES; k++) hlo_literal_free(ref[k]);
@@ -486,8 +506,28 @@ static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, 
     hlo_literal_free(y);
     ftu_free_args(args, n);
   }
-  hj_exec_destroy(e);
+  if (e) tg->destroy(e);
   for (int k = 0; k <= FTU_PROBES; k++) hlo_module_free(mods[k]);
   return res;
+}
+
+/* The CPU backend as a target: hj_compile_module on |cpu|, runs by ftu_cpu_exec. */
+static inline hj_status ftu_cpu_compile(void *self, const hlo_module *m, void **exe, hj_exec_stats_t *stats) {
+  hj_exec_t *e = NULL;
+  hj_status st = hj_compile_module((hj_ctx_t *)self, (hj_module_t *)m, &e);
+  if (st == HJ_OK) hj_exec_stats(e, stats);
+  *exe = e;
+  return st;
+}
+static inline hj_status ftu_cpu_run(void *self, void *exe, hlo_literal *const *args, int nargs,
+                                    const hlo_literal *like, hlo_literal **out) {
+  return ftu_cpu_exec((hj_ctx_t *)self, (hj_exec_t *)exe, args, nargs, like, out);
+}
+static inline void ftu_cpu_destroy(void *exe) { hj_exec_destroy((hj_exec_t *)exe); }
+
+static inline int ftu_cpu_check(hj_ctx_t *cpu, const hlo_module *m, int rounds, ftu_tally *t,
+                                char *why, size_t nwhy) {
+  const ftu_target tg = { "CPU", cpu, cpu, ftu_cpu_compile, ftu_cpu_run, ftu_cpu_destroy };
+  return ftu_check(&tg, m, rounds, t, why, nwhy);
 }
 #endif

@@ -47,7 +47,7 @@ static int fz_rounds = 2;
    CPU backend fails to compile or run it; 7: an emitter error (a kernel fell back to the
    evaluator for a reason other than HJ_ERR_UNSUPPORTED); -1: the evaluator cannot run
    the original (not counted). |t| (may be NULL) collects the CPU figures. */
-static int fz_check(const hlo_module *m, char *why, size_t nwhy, ftu_cpu_tally *t) {
+static int fz_check(const hlo_module *m, char *why, size_t nwhy, ftu_tally *t) {
   static const char *names[] = { "fusion passes", "pipeline", "dot-canon + pipeline" };
   for (int mode = 0; mode < 3; mode++) {
     hlo_module *o = hlo_module_clone(m);
@@ -67,7 +67,7 @@ static int fz_check(const hlo_module *m, char *why, size_t nwhy, ftu_cpu_tally *
   }
   char w[1024];
   int r = ftu_cpu_check(fz_cpu, m, fz_rounds, t, w, sizeof w);
-  if (r > 0) snprintf(why, nwhy, "CPU backend: %s", w);
+  if (r > 0) snprintf(why, nwhy, "%s", w);
   return r <= 0 ? r : r == 1 ? 5 : r == 2 ? 6 : 7;
 }
 
@@ -200,7 +200,7 @@ typedef struct fz_sum {
   /* panel-order dots [0] of the CPU's nr, [1] of another: in the graphs checked, at M = 1,
      in graphs that passed (a)-(d), and of those with no evaluator fallback */
   int panels[2], panels_m1[2], panels_passed[2], panels_clean[2];
-  ftu_cpu_tally ct;
+  ftu_tally ct;
 } fz_sum;
 
 /* Counts |m|'s panel-order dots into |S|'s [0] (the CPU's nr) and [1] (another); with
@@ -279,8 +279,8 @@ static void fz_add(fz_sum *a, const fz_sum *b) {
     a->panels[k] += b->panels[k]; a->panels_m1[k] += b->panels_m1[k];
     a->panels_passed[k] += b->panels_passed[k]; a->panels_clean[k] += b->panels_clean[k];
   }
-  ftu_cpu_tally *x = &a->ct;
-  const ftu_cpu_tally *y = &b->ct;
+  ftu_tally *x = &a->ct;
+  const ftu_tally *y = &b->ct;
   x->graphs += y->graphs; x->compiled += y->compiled; x->clean += y->clean;
   x->fallback_graphs += y->fallback_graphs; x->emit_error_graphs += y->emit_error_graphs;
   x->runtime_ops += y->runtime_ops; x->elems += y->elems; x->exact += y->exact;
@@ -289,7 +289,7 @@ static void fz_add(fz_sum *a, const fz_sum *b) {
   x->passes_ms += y->passes_ms; x->emit_ms += y->emit_ms; x->optimize_ms += y->optimize_ms;
   x->codegen_ms += y->codegen_ms;
   x->fusions += y->fusions;
-  x->dus_kernels += y->dus_kernels;
+  for (int k = 0; k < 5; k++) x->kernels[k] += y->kernels[k];
   x->inplace_updates += y->inplace_updates;
 }
 
@@ -365,7 +365,7 @@ static void test_fuzz(void **state) {
   fflush(stdout);
   if (nw > 1) assert_true(fz_run_workers((int)nw, &S));
   else fz_run(seed0, n, 0, 1, &S);
-  const ftu_cpu_tally *ct = &S.ct;
+  const ftu_tally *ct = &S.ct;
   const int *failed = S.failed;
   printf("  %d random graphs: %d bitwise equal, %d not evaluable, failures: fusion passes %d, "
          "pipeline %d, dot-canon + pipeline %d, pass errors %d; kernels %d -> %d (%d fusions)\n",
@@ -381,7 +381,7 @@ static void test_fuzz(void **state) {
          ct->compiled, (long long)ct->fusions, ct->compiled ? ct->compile_ms / ct->compiled : 0.0, ct->clean, ct->fallback_graphs,
          ct->runtime_ops, ct->emit_error_graphs, failed[5], failed[6], failed[7]);
   printf("  cache updates (fz_cache_updates): %d dus kernels, %d outputs written in place; %d fusions with two "
-         "or more updates\n", ct->dus_kernels, ct->inplace_updates, S.dus_multi);
+         "or more updates\n", (int)ct->kernels[4], ct->inplace_updates, S.dus_multi);
   if (ct->compiled)
     printf("  CPU compile time per graph: passes %.1f ms, emission %.1f ms, O3 %.1f ms, codegen %.1f ms\n",
            ct->passes_ms / ct->compiled, ct->emit_ms / ct->compiled, ct->optimize_ms / ct->compiled,
@@ -424,9 +424,9 @@ static void test_cpu_tolerance_bites(void **state) {
       for (int big = 0; big < 2; big++) {
         hlo_literal *y = hlo_literal_clone(ftu_ctx, x);
         ((float *)y->elems[leaf]->data)[i] = big ? v * (1 + 1.0f / 4096) : nextafterf(v, INFINITY);
-        ftu_cpu_tally t = { 0 };
+        ftu_tally t = { 0 };
         char why[512];
-        bool ok = ftu_cpu_compare(x, y, ref[0], ref + 1, FTU_PROBES, &t, why, sizeof why);
+        bool ok = ftu_compare(x, y, ref[0], ref + 1, FTU_PROBES, &t, why, sizeof why);
         if (big) caught += !ok;
         else accepted += ok;
         hlo_literal_free(y);
@@ -462,7 +462,7 @@ static void test_fuzz_regressions(void **state) {
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     hlo_module *m = ftu_parse_file(path);
     if (!m) fail_msg("%s: %s", path, hj_ctx_error(ftu_ctx));
-    ftu_cpu_tally t = { 0 };
+    ftu_tally t = { 0 };
     int r = fz_check(m, why, sizeof why, &t);
     if (r > 0) fail_msg("%s: %s", path, why);
     /* the generator makes no sort/scatter: every fusion of a fixture must get a kernel */
