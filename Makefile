@@ -41,7 +41,7 @@ PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-.PHONY: all lib tools examples unit unit-asan test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long \
+.PHONY: all lib tools examples unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -118,6 +118,18 @@ unit: $(UNIT_BIN)
 unit-asan: $(UNIT_BIN_ASAN) $(BA)/hlojit
 	@fail=0; for t in $(UNIT_BIN_ASAN); do HLOJIT_TEST_DATA=tests HLOJIT_FUZZ_GRAPHS=100 ASAN_OPTIONS=detect_leaks=1 $$t || fail=1; done; exit $$fail
 
+# ThreadSanitizer: test_threads.c (one context used by several threads at once) linked with
+# the whole library compiled in one unit (tests/unit/unity_lib.c) under -fsanitize=thread;
+# tests/unit/tsan.supp lets through stb_ds's own race on its hash seed. The plain binary
+# runs in `unit` too.
+BT := $(B)/tsan
+$(BT)/test_threads: tests/unit/test_threads.c tests/unit/unity_lib.c tests/unit/testutil.h $(HDRS) $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -O1 -fsanitize=thread tests/unit/unity_lib.c $< -o $@ -lcmocka $(LDLIBS)
+
+test-threads: $(BT)/test_threads
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(abspath tests/unit/tsan.supp)" HLOJIT_TEST_DATA=tests $(BT)/test_threads
+
 deps:
 	@bash tools/deps.sh
 
@@ -176,13 +188,13 @@ fuzz-long: $(BA)/tests/fuzz_hlo
 
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
-TEST_SUITES := unit unit-asan test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu test-gpu-dry
+TEST_SUITES := unit unit-asan test-threads test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu test-gpu-dry
 
 # What the suites run, built first on every core (-j$(TEST_JOBS)): `make test` from a fresh
 # clone is mostly compiling, and one job at a time it took minutes longer. Each suite still
 # builds what it needs itself when run alone.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
+TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BT)/test_threads $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
              $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
              $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE) \

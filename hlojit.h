@@ -76,6 +76,17 @@
      in order (depth first).
    - Binary ops broadcast NumPy-style (shapes aligned from the right, size-1 dims stretch).
 
+   THREADS
+   - A context may be used by several threads at once: compiles, runs, JIT calls, buffers.
+     Runs of one executable take turns (they share its arena); runs of different executables
+     may overlap (on the CPU they share the context's thread pool, one parallel job at a
+     time); a JIT's calls take turns. A graph, a buffer being written and an executable
+     being destroyed belong to one thread at a time.
+   - hj_ctx_error is per thread: a call failing on one thread does not change the message
+     another thread reads (for the first 64 threads that use the context; any more share
+     one message).
+   - tests/unit/test_threads.c checks this (also under ThreadSanitizer: make test-threads).
+
    WHAT A COMPILE COSTS (CPU backend; hj_exec_stats splits it, `hlojit opt --stats` and
    `hlojit run --stats` print it)
    - HLO passes, buffer assignment, thunks (passes_ms, per pass in pass_times): near-linear

@@ -7,8 +7,7 @@
 
    HJ_BACKEND_AUTO walks hlo_backends in its order (cuda, cpu, then interp) and takes the
    first whose per-context state can be made and whose compile succeeds; each skipped
-   backend's reason is kept in ctx->backend_note and in the executable's
-   hj_exec_stats().note.
+   backend's reason is kept in the executable's hj_exec_stats().note.
 
    Buffers are host pointers: run() receives the flattened leaves of the entry's parameters
    and results (tuples depth first), as the caller's hj_buffer_t data. The API guarantees

@@ -229,11 +229,13 @@ hj_status cub_mm_run(cub_exec *x, const th_thunk *t, void **bufs) {
     hj__err_save(ctx, &saved);
     double tms = cg_time(x, mm, t, bufs, CUB_MM_TILED);
     double bms = cg_time(x, mm, t, bufs, CUB_MM_CUBLAS);
+    char why[300];   /* the last side's failure, if both failed */
+    snprintf(why, sizeof why, "%.290s", hj__ctx_err(ctx));
     hj__err_restore(ctx, &saved);
     int choice = tms < 0 && bms < 0 ? CUB_MM_UNDECIDED : bms < 0 || (tms >= 0 && tms <= bms) ? CUB_MM_TILED
                                                                                            : CUB_MM_CUBLAS;
     if (choice == CUB_MM_UNDECIDED)
-      return hj__err(ctx, HJ_ERR_BACKEND, "CUDA backend: matmul '%s': neither way ran (%s)", t->ins->name, ctx->err);
+      return hj__err(ctx, HJ_ERR_BACKEND, "CUDA backend: matmul '%s': neither way ran (%s)", t->ins->name, why);
     mm->choice = choice;
     cg_key k = cg_key_of(x, mm->p);
     cg_store(&k, choice, tms, bms);

@@ -278,7 +278,7 @@ static hj_status cr_execute(cub_exec *x, void **ip, void **op) {
   hj_status st = cr_capture(x, ip, op);
   if (st == HJ_OK) return HJ_OK;
   /* no graph for this executable: say why (the stats line), run eagerly from now on */
-  snprintf(x->graph_why, sizeof x->graph_why, "capture failed: %.140s", ctx->err);
+  snprintf(x->graph_why, sizeof x->graph_why, "capture failed: %.140s", hj__ctx_err(ctx));
   x->graphable = false;
   hj__err_restore(ctx, &saved);
   cr_nodes_free(x);

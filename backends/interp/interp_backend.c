@@ -24,7 +24,7 @@ static hj_status interp_compile(hj_ctx_t *ctx, void *state, const hlo_module *m,
   x->ctx = ctx;
   if (!(x->m = hlo_module_clone_in(ctx, m))) {
     free(x);
-    return ctx->last ? ctx->last : HJ_ERR_OOM;
+    return hj__ctx_last(ctx) ? hj__ctx_last(ctx) : HJ_ERR_OOM;
   }
   *out = x;
   return HJ_OK;

@@ -33,6 +33,10 @@ hj_status hj_ctx_create(const hj_ctx_options_t *opt, hj_ctx_t **out) {
   hj_ctx_t *ctx = hj__alloc(&tmp, sizeof *ctx);
   if (!ctx) return HJ_ERR_OOM;
   memset(ctx, 0, sizeof *ctx);
+  static atomic_uint_fast64_t serials;
+  ctx->serial = atomic_fetch_add(&serials, 1) + 1;
+  pthread_mutex_init(&ctx->err_mu, NULL);
+  pthread_mutex_init(&ctx->state_mu, NULL);
   ctx->opt = o;
   if (!ctx->opt.dump_dir) ctx->opt.dump_dir = getenv("HLOJIT_DUMP_TO");
   const char *prof = getenv("HLOJIT_PROFILE");
@@ -47,15 +51,32 @@ void hj_ctx_destroy(hj_ctx_t *ctx) {
     const hlo_backend *be = hlo_backends[i];
     if (be->ctx_destroy && ctx->backend_state[be->kind]) be->ctx_destroy(ctx, ctx->backend_state[be->kind]);
   }
+  for (hj__errslot *s = ctx->errs, *n; s; s = n) {
+    n = s->next;
+    hj__free(ctx, s);
+  }
+  pthread_mutex_destroy(&ctx->err_mu);
+  pthread_mutex_destroy(&ctx->state_mu);
   hj__free(ctx, ctx);
 }
 
-const char *hj_ctx_error(const hj_ctx_t *ctx) { return ctx ? ctx->err : ""; }
+const char *hj_ctx_error(const hj_ctx_t *ctx) { return ctx ? hj__ctx_err(ctx) : ""; }
 
 void hj_ctx_clear_error(hj_ctx_t *ctx) {
   if (!ctx) return;
-  ctx->err[0] = 0;
-  ctx->last = HJ_OK;
+  hj__errslot *e = hj__errslot_of(ctx);
+  e->err[0] = 0;
+  e->last = HJ_OK;
+}
+
+hj_status hj__backend_state(hj_ctx_t *ctx, const hlo_backend *be, void **state) {
+  pthread_mutex_lock(&ctx->state_mu);
+  void **st = &ctx->backend_state[be->kind];
+  hj_status r = HJ_OK;
+  if (!*st && be->ctx_create) r = be->ctx_create(ctx, st);
+  *state = *st;
+  pthread_mutex_unlock(&ctx->state_mu);
+  return r;
 }
 
 const char *hj_status_name(hj_status s) { return hlo_status_name(s); }
@@ -192,18 +213,14 @@ static const hlo_backend *api_buffer_backend(hj_ctx_t *ctx, void **state) {
     const hlo_backend *be = hlo_backends[i];
     if (ctx->opt.backend != HJ_BACKEND_AUTO && ctx->opt.backend != be->kind) continue;
     if (!be->buffer_alloc || ctx->backend_failed[be->kind]) continue;
-    void **st = &ctx->backend_state[be->kind];
-    if (!*st && be->ctx_create) {
-      hj_status last = ctx->last;
-      char *saved = malloc(sizeof ctx->err);
-      if (saved) memcpy(saved, ctx->err, sizeof ctx->err);
-      if (be->ctx_create(ctx, st) != HJ_OK) ctx->backend_failed[be->kind] = true;
-      ctx->last = last;
-      if (saved) memcpy(ctx->err, saved, sizeof ctx->err);
-      free(saved);
-    }
-    if (*st) {
-      *state = *st;
+    hj__err_saved *saved = malloc(sizeof *saved);
+    if (saved) hj__err_save(ctx, saved);
+    void *st = NULL;
+    if (hj__backend_state(ctx, be, &st) != HJ_OK) ctx->backend_failed[be->kind] = true;
+    if (saved) hj__err_restore(ctx, saved);
+    free(saved);
+    if (st) {
+      *state = st;
       return be;
     }
   }

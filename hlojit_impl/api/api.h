@@ -43,6 +43,10 @@ hj_status hj__buffer_new(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t
    hj__buffer_bytes: bytes |t| and |s| need (elements x size), or -1 with a message naming
    |fn| for a bad dtype, rank or an overflow. */
 void hj__buffer_free(hj_buffer_t *b);
+/* The context's state for backend |be|, made once by its ctx_create under the context's
+   lock (threads compiling or allocating at once make one); a failure keeps nothing. */
+struct hlo_backend;
+hj_status hj__backend_state(hj_ctx_t *ctx, const struct hlo_backend *be, void **state);
 /* api.c: frees an OWNED buffer's storage where it came from (the allocator or |mem|). */
 void hj__buffer_free_data(hj_buffer_t *b);
 int64_t hj__buffer_bytes(hj_ctx_t *ctx, const char *fn, hj_dtype_t t, hj_shape_t s);

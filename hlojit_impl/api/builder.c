@@ -179,7 +179,7 @@ hj_tensor_t hj__op_finish(hj_graph_t *g, const char *op, hlo_instr *ins) {
     hj_status st = hlo_infer_shape(g->ctx, ins, &s);
     if (st != HJ_OK) {
       char why[BLD_MSG - 64];
-      snprintf(why, sizeof why, "%.600s", g->ctx->err);
+      snprintf(why, sizeof why, "%.600s", hj__ctx_err(g->ctx));
       bld_drop(g, ins);
       return hj__graph_fail(g, st, "%s: %s", op, why);
     }

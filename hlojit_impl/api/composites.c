@@ -517,10 +517,9 @@ hj_status hj_linear_panels(hj_ctx_t *ctx, hj_backend_t backend, int64_t in, int6
   if (!be || !be->linear_panels)
     return hj__err(ctx, HJ_ERR_UNSUPPORTED, "hj_linear_panels: the %s backend has no panel order",
                    be ? be->name : "requested");
-  void **state = &ctx->backend_state[be->kind];
-  hj_status st = HJ_OK;
-  if (be->ctx_create && !*state && (st = be->ctx_create(ctx, state)) != HJ_OK) return st;
-  return be->linear_panels(ctx, *state, in, out, kc, nr);
+  void *state = NULL;
+  hj_status st = hj__backend_state(ctx, be, &state);
+  return st != HJ_OK ? st : be->linear_panels(ctx, state, in, out, kc, nr);
 }
 
 /* hj_linear_pack and hj_linear_pack_bf16: elements of |es| bytes. */

@@ -4,8 +4,8 @@
    failure is the caller's error (a backend not built in says so). HJ_BACKEND_AUTO walks
    hlo_backends (backend.h) in order and takes the first backend whose per-context state can
    be made and whose compile succeeds; each one skipped adds "NAME: STATUS: message" to the
-   executable's note (hj_exec_stats().note) and ctx->backend_note, and its error is cleared.
-   Today's order: cpu, then interp (the evaluator runs every module).
+   executable's note (hj_exec_stats().note), and its error is cleared. Today's order: cuda,
+   cpu, then interp (the evaluator runs every module).
 
    Runs (hj_exec_run): the caller's inputs and the bound ones make the full input list;
    every buffer is checked against the flattened signature; missing outputs are made (an
@@ -60,10 +60,9 @@ static void exe_dump(hj_ctx_t *ctx, const hlo_module *m) {
 /* Compiles |e->m| with |be|, making the context's state for it first. */
 static hj_status exe_try(hj_exec_t *e, const hlo_backend *be) {
   hj_ctx_t *ctx = e->ctx;
-  void **state = &ctx->backend_state[be->kind];
-  hj_status st = HJ_OK;
-  if (be->ctx_create && !*state) st = be->ctx_create(ctx, state);
-  if (st == HJ_OK) st = be->compile(ctx, *state, e->m, &e->x);
+  void *state = NULL;
+  hj_status st = hj__backend_state(ctx, be, &state);
+  if (st == HJ_OK) st = be->compile(ctx, state, e->m, &e->x);
   if (st == HJ_OK) e->be = be;
   return st;
 }
@@ -79,14 +78,11 @@ static hj_status exe_auto(hj_exec_t *e) {
     if (!hlo_backends[i + 1]) break;   /* the last one's error is the caller's */
     n += (size_t)snprintf(e->note + n, n < sizeof e->note ? sizeof e->note - n : 0,
                           "%sHJ_BACKEND_AUTO: the %s backend failed (%s: %.300s)", n ? "; " : "",
-                          be->name, hj_status_name(st), ctx->err);
+                          be->name, hj_status_name(st), hj__ctx_err(ctx));
     if (n >= sizeof e->note) n = sizeof e->note - 1;
     hj_ctx_clear_error(ctx);
   }
-  if (st == HJ_OK && n) {
-    snprintf(e->note + n, sizeof e->note - n, "; using the %s backend", e->be->name);
-    snprintf(ctx->backend_note, sizeof ctx->backend_note, "%s", e->note);
-  }
+  if (st == HJ_OK && n) snprintf(e->note + n, sizeof e->note - n, "; using the %s backend", e->be->name);
   return st;
 }
 
@@ -109,7 +105,6 @@ static hj_status exe_compile(hj_ctx_t *ctx, hlo_module *m, bool owns, const hj_g
   e->ctx = ctx, e->m = m, e->owns = owns;
   e->ins = hj__leaves(m, false);
   e->outs = hj__leaves(m, true);
-  ctx->backend_note[0] = 0;
   st = hj__exec_io_init(e, g);
   if (st == HJ_OK) st = be ? exe_try(e, be) : exe_auto(e);
   if (st != HJ_OK) {

@@ -148,7 +148,7 @@ hj_status emitg_matmul(emit_module *em, const hlo_instr *fusion, const hlo_instr
     } else if (ts == HJ_ERR_UNSUPPORTED || ts == HJ_ERR_INVALID_ARG) {
       emitp_drop_after(em->mod, last);   /* the library path alone */
       p->gpu_tiled_name[0] = 0;
-      em->ctx->err[0] = 0;
+      hj__ctx_err(em->ctx)[0] = 0;
     } else {
       st = ts;
     }

@@ -34,24 +34,52 @@ const char *hlo_status_name(hj_status s) {
   return (unsigned)s < HJ_STATUS_COUNT ? names[s] : "HJ_ERR_UNKNOWN";
 }
 
+/* The thread's slot, found through a one-entry cache (the context's serial: a context
+   made at a freed one's address is another key) or under the context's lock: the thread's
+   own slot, else a new one; past HJ__ERR_SLOTS threads (or out of memory) the context's
+   shared slot. A slot belongs to its thread until the context goes. */
+static _Thread_local struct { uint64_t serial; hj__errslot *slot; } hj__err_cache;
+
+hj__errslot *hj__errslot_of(const hj_ctx_t *cctx) {
+  hj_ctx_t *ctx = (hj_ctx_t *)cctx;
+  if (hj__err_cache.serial == ctx->serial) return hj__err_cache.slot;
+  pthread_t self = pthread_self();
+  pthread_mutex_lock(&ctx->err_mu);
+  int n = 0;
+  hj__errslot *s = ctx->errs;
+  for (; s && !pthread_equal(s->tid, self); s = s->next) n++;
+  if (!s && n < HJ__ERR_SLOTS && (s = hj__alloc(ctx, sizeof *s))) {
+    memset(s, 0, sizeof *s);
+    s->tid = self;
+    s->next = ctx->errs, ctx->errs = s;
+  }
+  pthread_mutex_unlock(&ctx->err_mu);
+  if (!s) return &ctx->err_shared;
+  hj__err_cache.serial = ctx->serial, hj__err_cache.slot = s;
+  return s;
+}
+
 hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...) {
   if (!ctx) return code;
+  hj__errslot *e = hj__errslot_of(ctx);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+  vsnprintf(e->err, sizeof e->err, fmt, ap);
   va_end(ap);
-  ctx->last = code;
+  e->last = code;
   return code;
 }
 
 void hj__err_save(const hj_ctx_t *ctx, hj__err_saved *s) {
-  s->last = ctx->last;
-  memcpy(s->err, ctx->err, sizeof s->err);
+  const hj__errslot *e = hj__errslot_of(ctx);
+  s->last = e->last;
+  memcpy(s->err, e->err, sizeof s->err);
 }
 
 void hj__err_restore(hj_ctx_t *ctx, const hj__err_saved *s) {
-  ctx->last = s->last;
-  memcpy(ctx->err, s->err, sizeof s->err);
+  hj__errslot *e = hj__errslot_of(ctx);
+  e->last = s->last;
+  memcpy(e->err, s->err, sizeof s->err);
 }
 
 void *hj__alloc(hj_ctx_t *ctx, size_t size) {

@@ -20,6 +20,7 @@
 #define HLOJIT_IR_H
 
 #include "../../hlojit.h"
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -262,18 +263,38 @@ struct hj_module {
   int naliases;
 };
 
-/* The context. |backend_state| is each backend's per-context state (indexed by
-   hj_backend_t; made on first use by the backend table's ctx_create, freed by
-   hj_ctx_destroy); |backend_note| says why HJ_BACKEND_AUTO skipped a backend ("" if none). */
+/* One thread's error on a context: hj_ctx_error is per thread, so that a call failing on
+   one thread does not change the message another thread reads (core.c: hj__errslot_of). */
+#define HJ__ERR_MAX 4096
+typedef struct hj__errslot {
+  pthread_t tid;
+  struct hj__errslot *next;
+  hj_status last;
+  char err[HJ__ERR_MAX];
+} hj__errslot;
+
+/* The context. Any number of threads may use it at once (hlojit.h, THREADS). |errs|: the
+   error of each thread that set or read one, for HJ__ERR_SLOTS threads; the others share
+   |err_shared|. |backend_state| is each backend's per-context state (indexed by
+   hj_backend_t; made on first use by hj__backend_state, freed by hj_ctx_destroy). */
+#define HJ__ERR_SLOTS 64
 struct hj_ctx {
   hj_ctx_options_t opt;
-  hj_status last;
-  char err[4096];
+  uint64_t serial;                    /* unique per context made: the threads' cache key */
+  pthread_mutex_t err_mu;             /* guards |errs| */
+  pthread_mutex_t state_mu;           /* held while a backend_state is made (ctx_create may
+                                         set an error: another lock) */
+  hj__errslot *errs;
+  hj__errslot err_shared;
   void *backend_state[HJ_BACKEND_COUNT];
-  char backend_note[512];
   /* a backend's ctx_create failed when buffers asked for it (api.c): not retried there */
   bool backend_failed[HJ_BACKEND_COUNT];
 };
+
+/* The calling thread's error slot on |ctx| (made on first use; never NULL). */
+hj__errslot *hj__errslot_of(const hj_ctx_t *ctx);
+#define hj__ctx_err(ctx) (hj__errslot_of(ctx)->err)     /* the thread's message */
+#define hj__ctx_last(ctx) (hj__errslot_of(ctx)->last)   /* the thread's last status */
 
 /* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */
 /* Records "fmt..." as the context's message and returns |code| (ctx may be NULL). */
@@ -286,7 +307,7 @@ hj_status hj__err(hj_ctx_t *ctx, hj_status code, const char *fmt, ...)
    the evaluator): what the user reads from hj_ctx_error stays what it was. */
 typedef struct hj__err_saved {
   hj_status last;
-  char err[sizeof ((struct hj_ctx *)0)->err];
+  char err[HJ__ERR_MAX];
 } hj__err_saved;
 void hj__err_save(const hj_ctx_t *ctx, hj__err_saved *s);
 void hj__err_restore(hj_ctx_t *ctx, const hj__err_saved *s);

@@ -159,8 +159,8 @@ static hj_status vf_shapes(const hlo_module *m, const hlo_comp *c) {
     hj_status st = hlo_infer_shape(m->ctx, ins, &inf);
     if (st) {
       if (m->ctx) {  /* prefix the computation; the message names the instruction */
-        char tmp[sizeof m->ctx->err];
-        snprintf(tmp, sizeof tmp, "%s", m->ctx->err);
+        char tmp[HJ__ERR_MAX];
+        snprintf(tmp, sizeof tmp, "%s", hj__ctx_err(m->ctx));
         return hj__err(m->ctx, st, "verifier: computation '%s': %s", c->name, tmp);
       }
       return st;

@@ -66,7 +66,7 @@ static hj_status jtr_trace(hj_jit_t *j, const int64_t *key, int mode, hlo_module
     st = j->build(g, ts, j->nparams, j->user);
     hj_status gs = hj_graph_status(g);
     if (st == HJ_OK && gs != HJ_OK) st = gs;
-    if (st != HJ_OK && !j->ctx->err[0])
+    if (st != HJ_OK && !hj__ctx_err(j->ctx)[0])
       hj__err(j->ctx, st, "hj_jit_call '%s': the build function returned %s", j->name, hj_status_name(st));
   }
   if (st == HJ_OK) st = hj_graph_to_module(g, out);
@@ -132,7 +132,7 @@ hj_status jit_trace_compile(hj_jit_t *j, const int64_t *key, int nkey, int mode,
     st = pass_dynamic_pad(e->m, &e->info);
     if (st == HJ_ERR_UNSUPPORTED) {
       *declined = true;
-      snprintf(j->pad_note, sizeof j->pad_note, "%.500s", j->ctx->err);
+      snprintf(j->pad_note, sizeof j->pad_note, "%.500s", hj__ctx_err(j->ctx));
     }
   }
   double t1 = jit_now_ms();

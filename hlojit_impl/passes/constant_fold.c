@@ -85,15 +85,11 @@ static bool cf_comp(hlo_pass_ctx *pc, hlo_comp *c) {
     arrput(c->instrs, ins);
     if (!cf_candidate(ins)) continue;
     if (c->root != ins && !used[ins->id]) continue;   /* dead: DCE's job */
-    hj_status last = m->ctx ? m->ctx->last : HJ_OK;
-    char err[sizeof m->ctx->err];
-    if (m->ctx) memcpy(err, m->ctx->err, sizeof err);
+    hj__err_saved saved = { .last = HJ_OK };
+    if (m->ctx) hj__err_save(m->ctx, &saved);
     hlo_literal *v = cf_eval(pc, m, ins);
     if (!v) {                                   /* not foldable: forget the evaluator's error */
-      if (m->ctx) {
-        m->ctx->last = last;
-        memcpy(m->ctx->err, err, sizeof err);
-      }
+      if (m->ctx) hj__err_restore(m->ctx, &saved);
       continue;
     }
     (void)arrpop(c->instrs);                    /* the constant goes before |ins| */

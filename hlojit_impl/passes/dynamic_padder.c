@@ -379,7 +379,7 @@ static hj_status pd_get_dimension_size(pd_ctx *P, hlo_instr *ins) {
   const pd_leaf *x = &pd_get(P, ins->operands[0])->leaf[0];
   int d = (int)ins->dims.v[0];
   hlo_instr *s = pd_size_of(P, ins, x, d, ins->operands[0]->shape.dims[d]);
-  if (!s) return P->ctx->last ? P->ctx->last : HJ_ERR_OOM;
+  if (!s) return hj__ctx_last(P->ctx) ? hj__ctx_last(P->ctx) : HJ_ERR_OOM;
   hlo_replace_all_uses(P->c, ins, s);
   return pd_new_val(P, ins) ? HJ_OK : HJ_ERR_OOM;
 }
@@ -571,7 +571,7 @@ hj_status pass_dynamic_pad(hlo_module *m, pass_dyn_info *info) {
   for (ptrdiff_t i = 0; st == HJ_OK && i < arrlen(m->comps); i++)
     for (ptrdiff_t j = 0; j < arrlen(m->comps[i]->instrs); j++) pd_clear_flags(&m->comps[i]->instrs[j]->shape);
   if (st == HJ_OK) st = hlo_verify_module(m);
-  if (st != HJ_OK && st != HJ_ERR_UNSUPPORTED && st != HJ_ERR_OOM && !m->ctx->err[0])
+  if (st != HJ_OK && st != HJ_ERR_UNSUPPORTED && st != HJ_ERR_OOM && !hj__ctx_err(m->ctx)[0])
     hj__err(m->ctx, st, "dynamic padder: failed");
   return st;
 }

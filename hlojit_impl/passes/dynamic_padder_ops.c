@@ -35,7 +35,7 @@ static void pdo_replace(pd_ctx *P, hlo_instr *ins, hlo_instr *rep, ptrdiff_t mar
   if (P->c->root == ins) hlo_comp_set_root(P->c, rep);
 }
 
-static hj_status pdo_oom(pd_ctx *P) { return P->ctx->last ? P->ctx->last : HJ_ERR_OOM; }
+static hj_status pdo_oom(pd_ctx *P) { return hj__ctx_last(P->ctx) ? hj__ctx_last(P->ctx) : HJ_ERR_OOM; }
 
 static hlo_instr *pdo_pad(pd_ctx *P, hlo_instr *x, hlo_instr *value, const int64_t *lo, const int64_t *hi) {
   if (!x || !value) return NULL;
@@ -149,7 +149,7 @@ static hj_status pdo_dus_shifted(pd_ctx *P, hlo_instr *ins, const pd_leaf *x, co
   int64_t lo[HLO_MAX_RANK], hi[HLO_MAX_RANK];
   for (int d = 0; d < r; d++) lo[d] = hi[d] = xi->shape.dims[d];
   hlo_instr *big = pdo_pad(P, ui, pd_scalar(P, ui->shape.type, 0), lo, hi);
-  hlo_instr *sh[HLO_MAX_RANK], *win = NULL;
+  hlo_instr *sh[HLO_MAX_RANK] = { 0 }, *win = NULL;
   for (int d = 0; d < r; d++) {
     hlo_instr *start = pd_convert(P, starts[d], HLO_S32);
     sh[d] = pd_binop(P, HLO_OP_SUBTRACT, pd_s32(P, lo[d]), start);

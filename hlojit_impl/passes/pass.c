@@ -101,8 +101,8 @@ hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_m
   if (verify) st = hlo_verify_module(m);
   if (verify && pc->time_passes) pas_time(pc, "verify-after-each-pass", pas_now_ms() - t1);
   if (st != HJ_OK) {
-    char msg[sizeof m->ctx->err];
-    snprintf(msg, sizeof msg, "%s", m->ctx ? m->ctx->err : "");
+    char msg[HJ__ERR_MAX];
+    snprintf(msg, sizeof msg, "%s", m->ctx ? hj__ctx_err(m->ctx) : "");
     hj__err(m->ctx, HJ_ERR_INTERNAL, "after pass '%s': %s", name, msg);
     hlo_pass_dump(pc, name, m);        /* the broken module, for the bug report */
     return HJ_ERR_INTERNAL;

@@ -122,7 +122,7 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt
     hj_pass_time_t vt = { "verify", rt_now_ms() - t0, 1 };
     arrput(pc.times, vt);
   }
-  if (st != HJ_OK && !ctx->err[0]) hj__err(ctx, st, "%s: the pass pipeline failed", t->name);
+  if (st != HJ_OK && !hj__ctx_err(ctx)[0]) hj__err(ctx, st, "%s: the pass pipeline failed", t->name);
   x->pass_times = pc.times;          /* the executable keeps them (stats.pass_times) */
   return st;
 }
@@ -443,7 +443,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
   }
   hj__err_saved saved;
   hj__err_save(ctx, &saved);
-  ctx->err[0] = 0;
+  hj__ctx_err(ctx)[0] = 0;
   emit_kernel k = { .kind = kind };
   hj_status st = emit_fusion_inplace(em, t->ins, name, pe->dus_inplace, pe->inplace_operand, &k);
   if (st == HJ_OK && rtc_broken(em->mod, name))
@@ -451,7 +451,7 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
   if (st == HJ_OK && k.kind == EMIT_KIND_MATMUL && !k.matmul)
     st = hj__err(ctx, HJ_ERR_INTERNAL, "emit '%s': matmul kernel without a plan", t->ins->name);
   if (st != HJ_OK) {
-    snprintf(t->why, sizeof t->why, "%s: %.180s", hlo_status_name(st), ctx->err[0] ? ctx->err : "(no message)");
+    snprintf(t->why, sizeof t->why, "%s: %.180s", hlo_status_name(st), hj__ctx_err(ctx)[0] ? hj__ctx_err(ctx) : "(no message)");
     t->emit_error = st != HJ_ERR_UNSUPPORTED;
     x->stats.evaluator_fallbacks++;
     x->stats.emit_errors += t->emit_error;
@@ -575,7 +575,7 @@ hj_status rt_compile(hj_ctx_t *ctx, const hlo_module *m, const rt_target *t, rt_
   x->seq = atomic_fetch_add(&rtc_dump_seq, 1);
   rtc_build B = { .ctx = ctx, .t = t, .x = x };
   hj_status st = HJ_OK;
-  if (!(x->m = hlo_module_clone_in(ctx, m))) st = ctx->last ? ctx->last : HJ_ERR_OOM;
+  if (!(x->m = hlo_module_clone_in(ctx, m))) st = hj__ctx_last(ctx) ? hj__ctx_last(ctx) : HJ_ERR_OOM;
   double tp = rt_now_ms();
   if (st == HJ_OK) {
     hj_pass_time_t ct = { "clone", tp - t0, 1 };

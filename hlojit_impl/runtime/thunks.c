@@ -247,7 +247,7 @@ hj_status th_program_run(th_runtime *rt, th_program *p, void *const *in, void *c
       t->prof_calls++;
     }
     if (st == HJ_OK) continue;
-    if (st == HJ_ERR_OOM && !rt->ctx->err[0]) hj__err(rt->ctx, st, "thunk '%s': out of memory", t->ins->name);
+    if (st == HJ_ERR_OOM && !hj__ctx_err(rt->ctx)[0]) hj__err(rt->ctx, st, "thunk '%s': out of memory", t->ins->name);
     return st;
   }
   return HJ_OK;

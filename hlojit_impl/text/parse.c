@@ -348,7 +348,7 @@ static hj_status prs_infer(hlo_parser *P, hlo_instr *ins, size_t oppos) {
   hj_status ist = hlo_infer_shape(P->ctx, ins, &s);
   if (ist != HJ_OK) {
     char why[900];
-    snprintf(why, sizeof why, "%.899s", P->ctx ? P->ctx->err : "shape inference failed");
+    snprintf(why, sizeof why, "%.899s", P->ctx ? hj__ctx_err(P->ctx) : "shape inference failed");
     return hlo_prs_err(P, oppos, ist, "cannot infer the shape of '%.64s': %s",
                        ins->name, why);
   }
@@ -636,7 +636,7 @@ static hj_status prs_verify(hlo_parser *P) {
   hj_status st = hlo_verify_module(P->m);
   if (st == HJ_OK || st == HJ_ERR_OOM || !P->ctx) return st;
   char msg[1024];
-  snprintf(msg, sizeof msg, "%.1000s", P->ctx->err);
+  snprintf(msg, sizeof msg, "%.1000s", hj__ctx_err(P->ctx));
   size_t pos = strstr(msg, "input_output_alias") ? P->alias_pos : hmget(P->comp_pos, P->m->entry);
   const char *c = strstr(msg, "computation '"), *ce = c ? strchr(c + 13, '\'') : NULL;
   ptrdiff_t k = ce ? shgeti(P->comps, hlo_prs_cstr(P, c + 13, (size_t)(ce - c - 13))) : -1;

@@ -62,7 +62,7 @@ static hj_status prh_entry(hlo_parser *P) {
   st = hlo_module_add_alias(P->m, out, nout, (int64_t)param, pidx, npidx, must);
   if (st == HJ_ERR_INVALID_ARG) {
     char msg[256];
-    snprintf(msg, sizeof msg, "%.200s", P->ctx ? P->ctx->err : "bad entry");
+    snprintf(msg, sizeof msg, "%.200s", P->ctx ? hj__ctx_err(P->ctx) : "bad entry");
     return hlo_prs_err(P, at, HJ_ERR_PARSE, "%s", msg);
   }
   return st;
