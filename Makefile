@@ -41,7 +41,7 @@ PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-.PHONY: all lib tools examples unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long \
+.PHONY: all lib tools examples unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long fuzz-emu \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -186,6 +186,17 @@ fuzz-long: $(BA)/tests/fuzz_hlo
 	$(BA)/tests/fuzz_hlo --count $(FUZZ_LONG_N) --seed $(FUZZ_LONG_SEED) --jobs $(FUZZ_JOBS) --shrink \
 	  --regress tests/fixtures/fuzz_regress/hlo_gen
 
+# fuzz_hlo_emu: the same fuzzer without sanitizers and with a last stage on the GPU emulator
+# (FUZZ_HLO_EMU: every module also through the CUDA backend's emitters, tests/unit/cuda_emu.h,
+# against the evaluator). test-cuda-emu runs FUZZ_EMU_SHORT_N inputs; fuzz-emu (not in
+# `make test`) FUZZ_LONG_N, shrinking failures like fuzz-long.
+FUZZ_EMU_SHORT_N ?= 2000
+$(B)/tests/fuzz_hlo_emu: $(FUZZ_HLO_SRC) $(wildcard tests/fuzz/*.h) tests/unit/cuda_emu.h $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DFUZZ_HLO_EMU $(FUZZ_HLO_SRC) -o $@ $(B)/libhlojit.a $(LDLIBS)
+fuzz-emu: $(B)/tests/fuzz_hlo_emu
+	$< --count $(FUZZ_LONG_N) --seed $(FUZZ_LONG_SEED) --jobs $(FUZZ_JOBS) --shrink
+
 # Everything, in order; a failing suite does not stop the later ones, and the last line
 # says which passed. Exit status 1 if any failed.
 TEST_SUITES := unit unit-asan test-threads test-fuzz test-py test-py-cpu test-gpt2 test-ptx test-cuda-emu test-gpu-dry
@@ -195,7 +206,7 @@ TEST_SUITES := unit unit-asan test-threads test-fuzz test-py test-py-cpu test-gp
 # builds what it needs itself when run alone.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BT)/test_threads $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
-             $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run gpt2 gpt2-tools \
+             $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
              $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE) \
              $(CUDA_GPU_TESTS:%=$(B)/tests/%)

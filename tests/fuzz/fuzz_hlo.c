@@ -22,6 +22,10 @@
                 (fuzz_hlo.h): exact bits (NaN matches NaN), a float tolerance (|a-b| <=
                 rtol (|b| + max|b| over the output), rtol 2^-12 for f32/f64, 2^-5 for
                 f16/bf16, ±0 equal) or not compared.
+     emu        only in the fuzz_hlo_emu build (-DFUZZ_HLO_EMU, no sanitizers: the GPU
+                emulator's fibers switch stacks): the module through the CUDA backend's
+                emitters on the GPU emulator (tests/unit/cuda_emu.h), each output against
+                the evaluator's at the same levels as the CPU's (defect "emu-values").
    Any error must carry a message; HJ_ERR_INTERNAL anywhere is a defect (a bug by
    definition). A crash, sanitizer report or timeout is a defect too.
 

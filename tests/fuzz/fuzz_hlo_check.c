@@ -1,10 +1,16 @@
 /* fuzz_hlo_check.c — the stages one fuzzer input goes through (fuzz_hlo.c's top comment
    lists them) and the comparison of the CPU backend with the evaluator. Only the public API
-   runs the module; ir/ir.h is included for typed element access (f16/bf16 to double). */
+   runs the module; ir/ir.h is included for typed element access (f16/bf16 to double). The
+   exception is the fuzz_hlo_emu build (FUZZ_HLO_EMU, no ASan): its last stage compiles the
+   module with the CUDA backend's emitters for the GPU emulator (tests/unit/cuda_emu.h, the
+   runtime's internals) and compares it with the evaluator at the same levels as the CPU. */
 #include "fuzz_hlo_driver.h"
 #include "hlojit_impl/ir/ir.h"
 #include <math.h>
 #include <time.h>
+#ifdef FUZZ_HLO_EMU
+#include "tests/unit/cuda_emu.h"
+#endif
 
 /* A stage slower than this is named on stderr (the pipeline should be near-linear; issue 14
    leaves pass-pipeline time to the compile-time work, but the fuzzer reports it). */
@@ -31,10 +37,19 @@ int fz_stage_init(fz_stage_ctx *sc, bool cpu) {
   if (!cpu) return 0;
   o.backend = HJ_BACKEND_CPU;
   if (hj_ctx_create(&o, &sc->cpu) != HJ_OK) return -1;
+#ifdef FUZZ_HLO_EMU
+  cuda_emu *emu = calloc(1, sizeof *emu);
+  if (!emu || emu_create(sc->interp, emu) != HJ_OK) return free(emu), -1;
+  sc->emu = emu;
+#endif
   return 0;
 }
 
 void fz_stage_free(fz_stage_ctx *sc) {
+#ifdef FUZZ_HLO_EMU
+  if (sc->emu) emu_destroy(sc->emu);
+  free(sc->emu);
+#endif
   hj_ctx_destroy(sc->cpu);
   hj_ctx_destroy(sc->interp);
   memset(sc, 0, sizeof *sc);
@@ -206,7 +221,8 @@ static bool fz_same(const fz_bufs *a, const fz_bufs *b, bool nan_any, char *why,
   return true;
 }
 
-/* The CPU's |c| against the evaluator's |e| at the levels of fuzz_hlo.h. */
+/* A backend's |c| (the CPU's, the emulated GPU's) against the evaluator's |e| at the
+   levels of fuzz_hlo.h. */
 static bool fz_close(const fz_bufs *c, const fz_bufs *e, const int *levels, int nlev, char *why,
                      size_t n) {
   if (c->n != e->n) { snprintf(why, n, "%d vs %d outputs", c->n, e->n); return false; }
@@ -234,7 +250,7 @@ static bool fz_close(const fz_bufs *c, const fz_bufs *e, const int *levels, int 
       double a = hlo_load_f64(t, x, i), b = hlo_load_f64(t, y, i);
       if ((isnan(a) && isnan(b)) || a == b) continue;   /* -0 == +0 here */
       if (isfinite(a) && isfinite(b) && fabs(a - b) <= rtol * (fabs(b) + mx)) continue;
-      snprintf(why, n, "output %d element %lld: cpu %.9g, evaluator %.9g (rtol %g of |b| + max %g)", k,
+      snprintf(why, n, "output %d element %lld: %.9g, evaluator %.9g (rtol %g of |b| + max %g)", k,
                (long long)i, a, b, rtol, mx);
       return false;
     }
@@ -325,6 +341,38 @@ static fz_result fz_cpu_stage(fz_stage_ctx *sc, hj_module_t *m, const fhg_module
   return r;
 }
 
+#ifdef FUZZ_HLO_EMU
+/* The module compiled for the emulated GPU, run on |in|, against the evaluator's |ref|. */
+static fz_result fz_emu_stage(fz_stage_ctx *sc, hj_module_t *m, const fhg_module *gm, const fz_bufs *in,
+                              const fz_bufs *ref) {
+  hj_ctx_t *ctx = sc->interp;
+  hj_ctx_clear_error(ctx);
+  emu_exec x;
+  hj_status st = emu_compile_module(sc->emu, m, &x);
+  fz_result r = { .kind = FZ_OK };
+  fz_bufs out = { 0 };
+  void *ip[64], *op[64];
+  for (int i = 0; i < in->n; i++) ip[i] = hj_buffer_host_ptr(in->b[i]);
+  for (int k = 0; st == HJ_OK && k < ref->n; k++) {
+    st = hj_buffer_create(ctx, hj_buffer_dtype(ref->b[k]), hj_buffer_shape(ref->b[k]), &out.b[k]);
+    if (st != HJ_OK) break;
+    out.n = k + 1;
+    op[k] = hj_buffer_host_ptr(out.b[k]);
+    memset(op[k], 0xA5, hj_buffer_nbytes(out.b[k]));   /* unwritten shows */
+  }
+  if (st == HJ_OK) st = emu_run(&x, ip, op);
+  char why[600];
+  if (st != HJ_OK) r = fz_failed(ctx, st, "emu", FZ_REFUSED_EMU);
+  else if (x.base.stats.emit_errors > 0)
+    r = fz_res(FZ_D_EMIT, "emu", "%d emitter error(s) (HLOJIT_DUMP_TO's thunk dump names them)", x.base.stats.emit_errors);
+  else if (gm->well_typed && !fz_close(&out, ref, gm->exact, gm->nout, why, sizeof why))
+    r = fz_res(FZ_D_EMU_VALUES, "emu", "%s", why);
+  fz_bufs_free(&out);
+  emu_exec_free(&x);
+  return r;
+}
+#endif
+
 fz_result fz_check(fz_stage_ctx *sc, const fhg_module *gm, uint64_t seed) {
   hj_ctx_t *ctx = sc->interp;
   hj_module_t *m = NULL, *m2 = NULL;
@@ -390,6 +438,15 @@ fz_result fz_check(fz_stage_ctx *sc, const fhg_module *gm, uint64_t seed) {
     if (fz_is_defect(c.kind)) { r = c; goto done; }
     if (c.kind != FZ_OK && r.kind <= FZ_MUTANT_OK) r = c;
   }
+#ifdef FUZZ_HLO_EMU
+  if (sc->emu && have_ref) {
+    t0 = fz_ms();
+    fz_result g = fz_emu_stage(sc, m, gm, &in, &ref);
+    fz_slow("emu", t0, seed);
+    if (fz_is_defect(g.kind)) { r = g; goto done; }
+    if (g.kind != FZ_OK && r.kind <= FZ_MUTANT_OK) r = g;
+  }
+#endif
   if (o.kind != FZ_OK && r.kind <= FZ_MUTANT_OK) r = o;
 done:
   fz_bufs_free(&in);

@@ -18,6 +18,7 @@
   X(FZ_REFUSED_INTERP, "refused-interp", "the evaluator refused it with a message")             \
   X(FZ_REFUSED_OPT, "refused-opt", "hj_module_optimize refused it with a message")              \
   X(FZ_REFUSED_CPU, "refused-cpu", "the CPU backend refused it with a message")                 \
+  X(FZ_REFUSED_EMU, "refused-emu", "the CUDA backend's emitters refused it with a message")     \
   X(FZ_D_CRASH, "crash", "signal, abort or sanitizer report")                                   \
   X(FZ_D_TIMEOUT, "timeout", "no result within --timeout")                                      \
   X(FZ_D_LEAK, "leak", "LeakSanitizer found memory never freed")                                \
@@ -31,7 +32,8 @@
   X(FZ_D_OPT, "opt-broken", "the optimised module does not verify or print back")               \
   X(FZ_D_OPT_VALUES, "opt-values", "the optimised module computes other bits")                  \
   X(FZ_D_EMIT, "emit-error", "an emitter failed (hj_exec_stats emit_errors > 0)")               \
-  X(FZ_D_CPU_VALUES, "cpu-values", "the CPU backend differs from the evaluator")
+  X(FZ_D_CPU_VALUES, "cpu-values", "the CPU backend differs from the evaluator")                \
+  X(FZ_D_EMU_VALUES, "emu-values", "the emulated GPU differs from the evaluator")
 
 typedef enum {
 #define X(e, s, d) e,
@@ -56,9 +58,12 @@ typedef struct {
   char detail[1000];
 } fz_result;
 
-/* fuzz_hlo_check.c: one interpreter and one CPU context (created once per worker). */
+/* fuzz_hlo_check.c: one interpreter and one CPU context (created once per worker); in the
+   fuzz_hlo_emu build (FUZZ_HLO_EMU: no ASan) also the GPU emulator, whose stage runs the
+   module through the CUDA backend's emitters (tests/unit/cuda_emu.h). */
 typedef struct {
   hj_ctx_t *interp, *cpu;   /* cpu NULL with --no-cpu */
+  void *emu;                /* a cuda_emu (FUZZ_HLO_EMU), else NULL */
 } fz_stage_ctx;
 int fz_stage_init(fz_stage_ctx *sc, bool cpu);
 void fz_stage_free(fz_stage_ctx *sc);
