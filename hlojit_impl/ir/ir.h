@@ -287,8 +287,9 @@ struct hj_ctx {
   hj__errslot *errs;
   hj__errslot err_shared;
   void *backend_state[HJ_BACKEND_COUNT];
-  /* a backend's ctx_create failed when buffers asked for it (api.c): not retried there */
-  bool backend_failed[HJ_BACKEND_COUNT];
+  /* a backend's ctx_create failed when buffers asked for it (api.c): not retried there
+     (atomic: read without the lock on every buffer's creation) */
+  _Atomic bool backend_failed[HJ_BACKEND_COUNT];
 };
 
 /* The calling thread's error slot on |ctx| (made on first use; never NULL). */

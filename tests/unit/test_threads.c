@@ -4,7 +4,7 @@
    one tracing JIT called from four threads with lengths across its buckets, and error
    messages that stay each thread's own (a failing call on one thread does not change what
    hj_ctx_error says on another). Every result is compared bit for bit with the same run
-   made by one thread before. On the CPU backend and on the evaluator. `make test-threads`
+   made by one thread before. On the CPU backend, the evaluator and AUTO. `make test-threads`
    runs this binary built with ThreadSanitizer as well. */
 #include "testutil.h"
 #include <pthread.h>
@@ -162,7 +162,7 @@ static void tt_backend(hj_backend_t b) {
   assert_int_equal(js.calls, THREADS * 24);
   print_message("  %s: 4 threads: first compiles, %d runs of two executables, compiles while running, "
                 "%lld JIT calls (%lld compiles): all bitwise equal to one thread's\n",
-                b == HJ_BACKEND_CPU ? "CPU" : "evaluator", 2 * THREADS * RUNS, (long long)js.calls,
+                b == HJ_BACKEND_CPU ? "CPU" : b == HJ_BACKEND_AUTO ? "AUTO" : "evaluator", 2 * THREADS * RUNS, (long long)js.calls,
                 (long long)js.compiles);
   hj_jit_destroy(E->jit);
   hj_exec_destroy(E->ex[0]);
@@ -173,6 +173,8 @@ static void tt_backend(hj_backend_t b) {
 
 static void test_cpu(void **state) { tt_backend(HJ_BACKEND_CPU); }
 static void test_interp(void **state) { tt_backend(HJ_BACKEND_INTERP); }
+/* AUTO: each first use also tries (and, without a GPU, fails to make) the CUDA backend */
+static void test_auto(void **state) { tt_backend(HJ_BACKEND_AUTO); }
 
 /* Each thread fails its own way, over and over, and reads its own message back. */
 typedef struct tt_err { hj_ctx_t *ctx; hj_exec_t *e; int t, wrong; } tt_err;
@@ -218,6 +220,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cpu),
     cmocka_unit_test(test_interp),
+    cmocka_unit_test(test_auto),
     cmocka_unit_test(test_errors_per_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
