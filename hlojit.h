@@ -1,15 +1,39 @@
 /* hlojit.h — an embeddable tracing JIT for tensor programs, in C11.   MIT licence (see LICENSE).
 
-   WHAT IT IS
-   A C program builds a tensor graph by calling ops (hj_matmul, hj_add, hj_softmax, ...).
-   hlojit records the graph as an HLO module (XLA's IR; modules dumped by JAX or XLA in
-   XLA's text format can be read and run too), and runs it. The compiler stages (HLO
-   passes, fusion, LLVM code generation for the CPU and for NVIDIA GPUs) are being built
-   in this order: see STATUS below. Modules run on the CPU backend (LLVM) by default; the
-   reference evaluator (HJ_BACKEND_INTERP) gives XLA's semantics and is the oracle the
-   backends are tested on.
+   CONTENTS
+      1  What it is                      here
+      2  Example                         here
+      3  Build options                   here
+      4  Conventions and errors          here
+      5  Threads                         here
+      6  Backends: what runs where       here
+      7  Code cache                      here
+      8  What a compile costs            here
+      9  Environment variables           here
+     10  Contexts and graphs             with the declarations, below
+     11  Ops, by family                  (elementwise, shape, indexing, reductions,
+                                          dot, control flow, composites, linear layers)
+     12  HLO modules                     (XLA's text; the pass pipeline)
+     13  Compiling and running           (executables, their statistics)
+     14  Buffers                         (.npy, zero-copy: wrapped, mapped, views)
+     15  Donation                        (outputs that alias inputs)
+     16  Names and bound inputs
+     17  The tracing JIT and dynamic shapes
+     18  Profiles
+     19  PTX without a device
+   Each of 10-19 is a "==== N ..." heading in the declarations below.
 
-   EXAMPLE (a two-layer MLP; error checks shortened to one)
+   1  WHAT IT IS
+   A C program builds a tensor graph by calling ops (hj_matmul, hj_add, hj_softmax, ...).
+   hlojit records the graph as an HLO module (XLA's IR; modules that JAX or XLA dumped in
+   XLA's text format can be read, printed and run too), optimises and fuses it with HLO
+   passes, compiles one kernel per fusion with LLVM (for the host CPU, or PTX for NVIDIA
+   GPUs) and runs it on buffers. The tracing JIT (hj_jit_*) traces a C function on call,
+   with shape buckets for dynamic dims, and keeps compiled code in memory and on disk. The
+   reference evaluator (HJ_BACKEND_INTERP) runs any module with XLA's semantics in plain
+   loops: it is the oracle the compiled backends are tested against.
+
+   2  EXAMPLE (a two-layer MLP; error checks shortened to one)
        hj_ctx_options_t opt; hj_ctx_options_init(&opt);
        hj_ctx_t *ctx; if (hj_ctx_create(&opt, &ctx)) return 1;
        hj_graph_t *g; hj_graph_create(ctx, "mlp", &g);
@@ -26,57 +50,44 @@
        const float *p = hj_buffer_host_ptr(out[0]); // (B, C), row-major
        hj_buffer_destroy(out[0]); ... hj_exec_destroy(e); hj_graph_destroy(g); hj_ctx_destroy(ctx);
 
-   BUILD OPTIONS
+   3  BUILD OPTIONS
    - After `make install PREFIX=...`: `cc prog.c $(pkg-config --cflags --libs hlojit)`
      (hlojit.pc's Libs carry LLVM's flags), or
    - link build/libhlojit.a or build/libhlojit.so (made by `make`) with
      `$(llvm-config-19 --ldflags --libs) -lm -lpthread -ldl`, or
    - define HLOJIT_IMPLEMENTATION in exactly one .c file before `#include "hlojit.h"`:
-     the whole implementation, CPU backend included, is then compiled into that
+     the whole implementation, CPU and CUDA backends included, is then compiled into that
      translation unit. Compile it with -std=gnu11, -I pointing at the directory holding
      hlojit.h and hlojit_impl/ (and backends/ beside them), and
      -I$(llvm-config-19 --includedir); link with $(llvm-config-19 --ldflags --libs)
-     -lm -lpthread -ldl. Both need the headers <stb/stb_ds.h> and <xxhash.h> (Debian
-     libstb-dev, libxxhash-dev; used header-only, nothing more to link). Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM
-     headers or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
+     -lm -lpthread -ldl. Add -DHLOJIT_NO_LLVM for the evaluator-only build (no LLVM headers
+     or library; HJ_BACKEND_AUTO then runs modules on the reference evaluator and
      HJ_BACKEND_CPU fails, saying so).
+   Every way needs the headers <stb/stb_ds.h> and <xxhash.h> (Debian libstb-dev,
+   libxxhash-dev; header-only, nothing more to link). Nothing of CUDA is needed to build or
+   to run: the driver and cuBLAS are opened with dlopen when a context first uses the CUDA
+   backend.
 
-   CODE CACHE
-   The CPU backend compiles an executable's kernels (one LLVM module) once per key and keeps
-   the machine code: loaded in the context (a module compiled twice is compiled once, also
-   after its executables are destroyed), and on disk as a relocatable object file that a
-   later process loads into its JIT instead of compiling (hj_exec_stats().code_source says
-   which happened). The key is the emitted LLVM IR (names made canonical) with the LLVM
-   version, target triple, CPU name and features, so code from another hlojit, LLVM or CPU
-   is never loaded. Directory: hj_ctx_options.cache_dir, else $HLOJIT_CACHE_DIR, else
-   $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off" disables it. $HLOJIT_CACHE_MAX_MB
-   bounds it (default 1024; least recently used entries go first). Writes are atomic (a
-   temporary file renamed), so processes may share a directory; a truncated, corrupt,
-   foreign or mismatched entry is a miss: recompiled and rewritten, never loaded.
-   The CUDA backend keeps each executable's PTX the same way, in the same directory: the key
-   is the emitted LLVM IR with the LLVM version, the GPU arch and PTX ISA and the libdevice
-   file, so a hit skips libdevice, O3 and NVPTX (the driver still loads the PTX; its own
-   cache, ~/.nv/ComputeCache, keeps the SASS). PTX the driver refuses is never stored, and a
-   stored PTX it refuses is deleted and compiled again.
-
-   CONVENTIONS
-   - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx).
-     Nothing in the library aborts or exits on bad input.
-   - Ops on the graph never fail loudly: a bad op (shape mismatch, wrong dtype, bad handle)
+   4  CONVENTIONS AND ERRORS
+   - Every fallible call returns hj_status (HJ_OK == 0); the message is in hj_ctx_error(ctx)
+     (per thread: section 5). Nothing in the library aborts or exits on bad input.
+   - Ops on a graph never fail loudly: a bad op (shape mismatch, wrong dtype, bad handle)
      returns a poisoned tensor and records the first error with the op's name and shapes;
      hj_graph_status() and hj_compile() report it. An op given no way to tell its graph
      (every tensor argument HJ_NONE and no graph argument, hj_concat with n <= 0) returns
      HJ_NONE and records nothing; the op or hj_graph_output that receives it reports it.
    - Create functions set *out = NULL first and leave nothing allocated on failure.
    - Arrays are dense and row-major (C order). pred is one byte (0 or 1); f16 and bf16 are
-     their 16-bit patterns (uint16_t). In .npy files bf16 is stored as numpy's `V2`
-     (two raw bytes, the bfloat16 bit pattern; read it with ml_dtypes.bfloat16 via
-     `arr.view(ml_dtypes.bfloat16)`), and read back from `V2` or from ml_dtypes' `<V2`.
+     their 16-bit patterns (uint16_t). In .npy files bf16 is numpy's `V2` (two raw bytes,
+     the bfloat16 bit pattern: `arr.view(ml_dtypes.bfloat16)`), read back from `V2` or from
+     ml_dtypes' `<V2`.
    - Tuple-shaped entry parameters and results are passed flattened: one buffer per leaf,
      in order (depth first).
    - Binary ops broadcast NumPy-style (shapes aligned from the right, size-1 dims stretch).
+   - Memory: the context's allocator (hj_allocator_t, section 10) serves graphs, modules,
+     buffers, executables and the evaluator; what does not go through it says so there.
 
-   THREADS
+   5  THREADS
    - A context may be used by several threads at once: compiles, runs, JIT calls, buffers.
      Runs of one executable take turns (they share its arena); runs of different executables
      may overlap (on the CPU they share the context's thread pool, one parallel job at a
@@ -87,7 +98,49 @@
      one message).
    - tests/unit/test_threads.c checks this (also under ThreadSanitizer: make test-threads).
 
-   WHAT A COMPILE COSTS (CPU backend; hj_exec_stats splits it, `hlojit opt --stats` and
+   6  BACKENDS: WHAT RUNS WHERE
+   HJ_BACKEND_AUTO (the default) takes the first backend built in that compiles the module,
+   in the order CUDA, CPU, evaluator; each one skipped says why in hj_exec_stats().note.
+   - CUDA (HJ_BACKEND_CUDA): PTX through LLVM's NVPTX backend, loaded with the driver API;
+     the same fusions as on the CPU with GPU thread mappings, a shared-memory tiled matmul
+     (a skinny one for at most 8 rows: decode) and cuBLAS, chosen per shape; buffers in
+     managed memory (host-readable after a run, no copy call); runs replayed as CUDA graphs.
+     Without a driver or a device it fails at context use with "no CUDA device: ...", and
+     AUTO moves on. hj_module_to_ptx (section 19) makes the PTX without either. Checked
+     without a GPU (every kernel through ptxas, a test double of the driver, an emulator of
+     the GPU thread model); `make test-gpu` and tools/gpu_check.sh are the checks on one.
+   - CPU (HJ_BACKEND_CPU): LLVM ORC for the host's vector units, kernels run on a thread
+     pool of the context's threads. Emitters: loop, reduction (with softmax and layer-norm
+     row normalisation), transpose, in-place dynamic-update-slice, and matmul (f32, and f32
+     x bf16 with the weights widened as they are read; weights in its panel order read in
+     place: HJ_LINEAR_PANELS).
+   - On both compiled backends a fusion no emitter takes (sort, scatter, reduce-window, dots
+     other than f32 and f32 x bf16 -> f32) runs on the evaluator inside the compiled
+     program; hj_exec_stats().evaluator_fallbacks counts them.
+   - The evaluator (HJ_BACKEND_INTERP) runs every module hlojit can parse or build.
+   A module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`) compiled with hj_compile
+   runs at its bounds (get-dimension-size reads the bound); hj_jit_call (section 17) runs it
+   at any real size.
+
+   7  CODE CACHE
+   The compiled backends keep what they compiled, keyed by the emitted LLVM IR (names made
+   canonical) with the LLVM version and the target:
+   - in the context: a module compiled again in the same context (also after its first
+     executable was destroyed) reuses the machine code (CUDA: the PTX); the HLO passes and
+     the LLVM IR emission run again, the LLVM optimisation and code generation do not;
+   - on disk, for the next process: the CPU's machine code as relocatable objects loaded into
+     the JIT (the key adds the target triple, CPU name and features), the CUDA backend's PTX
+     (the key adds the GPU arch, PTX ISA and the libdevice file; a hit skips libdevice, O3
+     and NVPTX; the driver's own cache, ~/.nv/ComputeCache, keeps the SASS). PTX the driver
+     refuses is never stored, and a stored PTX it refuses is deleted and compiled again.
+   hj_exec_stats().code_source says where the code came from (HJ_CODE_COMPILED, _MEMORY,
+   _DISK). Directory: hj_ctx_options.cache_dir, else $HLOJIT_CACHE_DIR, else
+   $XDG_CACHE_HOME/hlojit, else ~/.cache/hlojit; "off" disables it. $HLOJIT_CACHE_MAX_MB
+   bounds it (default 1024; least recently used entries go first). Writes are atomic (a
+   temporary file renamed), so processes may share a directory; a truncated, corrupt,
+   foreign or mismatched entry is a miss: compiled again and rewritten, never loaded.
+
+   8  WHAT A COMPILE COSTS (CPU backend; hj_exec_stats splits it, `hlojit opt --stats` and
    `hlojit run --stats` print it)
    - HLO passes, buffer assignment, thunks (passes_ms, per pass in pass_times): near-linear
      in the number of instructions, tens of ms for a 12-layer GPT-2, a few hundred for 48
@@ -104,59 +157,39 @@
    - The kernels are spread over one LLVM module per thread of the context
      (hj_ctx_options.num_threads; llvm_modules says how many) and compiled in parallel.
    What makes it cheaper:
-   - compile once, run many times: keep the hj_exec_t (an executable does not share its
-     kernels with later compiles of the same context yet);
+   - compile once, run many times: keep the hj_exec_t (a second compile of the same module
+     pays the passes and the emission again: section 7);
    - repeat structure: values that differ between otherwise identical layers (a layer
      index, per-layer scales) belong in parameters, not in constants — a constant's bytes
      are part of a kernel's identity, so one per layer means one kernel per layer;
    - few distinct shapes: every shape is its own kernel;
    - num_threads = 0 (every core) for the compile's parallel LLVM work;
    - fusion on (no_fusion compiles one kernel per op).
-   HLOJIT_LLVM_PIPELINE=<passes> replaces the LLVM pipeline ("default<O3>") for experiments;
-   HLOJIT_LLVM_PIPELINE_LIGHT=<passes> gives the kernels that are not matmuls their own
-   (O2 buys no compile time over O3; O1 costs the GPT-2 prefill 12% of run time, O1 for
-   the non-matmul kernels 2.5-4%, saving 12-18% of the LLVM time: so O3 stays).
-   The compile cost is dominated by a few big kernels: on GPT-2 the attention head-split
-   transpose kernel alone is about a third of the LLVM time (its IR is ~3,500 instructions
-   of unrolled in-register transposes).
+   The cost is dominated by a few big kernels: on GPT-2 the attention head-split transpose
+   kernel alone is about a third of the LLVM time (its IR is ~3,500 instructions of
+   unrolled in-register transposes). O3 stays the pipeline: O2 buys no compile time over
+   O3; O1 costs the GPT-2 prefill 12% of run time, O1 for the kernels that are not matmuls
+   2.5-4% while saving 12-18% of the LLVM time.
 
-   STATUS
-   - works:   graph builder with every op below, HLO text parse/print (XLA-compatible),
-              verifier, reference evaluator (HJ_BACKEND_INTERP), .npy I/O, the `hlojit`
-              command-line tool (print, opt, run);
-              the HLO pass pipeline (inlining, simplification, constant folding, CSE, DCE,
-              layout normalisation, producer-consumer / sibling / matmul-epilogue fusion,
-              scheduling; hj_module_optimize);
-              the CPU backend (LLVM ORC; HJ_BACKEND_CPU, and AUTO): loop, reduction (incl.
-              softmax/layer-norm row normalisation), transpose, in-place
-              dynamic-update-slice and matmul (f32, and f32 x bf16 weights widened as
-              loaded; packed, AVX-512/AVX2; weights in its panel order read in place:
-              HJ_LINEAR_PANELS) emitters, one arena per executable, thread pool. Fusions
-              without an emitter (sort, scatter, reduce-window, dots other than f32 and
-              f32 x bf16 -> f32) run on the evaluator inside the compiled program
-              (hj_exec_stats counts them);
-              donation (outputs aliasing inputs, XLA's input_output_alias: in-place KV
-              caches), buffers over caller memory and mapped files, names and bound inputs,
-              hj_linear, closures (sub-graphs using enclosing tensors), per-thunk profiles
-              ($HLOJIT_PROFILE, hj_exec_profile), make install + pkg-config;
-              the tracing JIT (hj_jit_*, below): trace on call, shape buckets for bounded
-              dynamic dims with the dynamic padder (real sizes as runtime scalars, masks),
-              an LRU memory cache of executables, statistics;
-              the code cache (CPU backend): machine code compiled once per context and kept
-              on disk for the next process (CODE CACHE below);
-              the CUDA backend (NVPTX through LLVM, the driver and cuBLAS by dlopen; AUTO
-              tries it first and falls back to the CPU, saying why, where there is no
-              driver or device): the same emitters with GPU thread mappings, a
-              shared-memory tiled matmul (a skinny one for at most 8 rows: decode) and
-              cuBLAS, buffers in managed memory (host-
-              readable after a run, no copy call), CUDA graphs (HLOJIT_CUDA_GRAPHS=0: off),
-              hj_module_to_ptx / `hlojit ptx` without a GPU. Built and checked without a
-              GPU (ptxas, a test double of the driver, an emulator of the GPU thread
-              model); `make test-gpu` and tools/gpu_check.sh are the checks on one;
-              the GPT-2 program built on this API (examples/gpt2: `make demo`).
-   - not yet: a module with bounded dynamic dims (HJ_DYN, `f32[<=64,768]`)
-              compiled with hj_compile runs at its bounds (get-dimension-size reads the
-              bound); hj_jit_call runs it at any real size.
+   9  ENVIRONMENT VARIABLES (each also has an option or a default that needs none)
+     HLOJIT_DUMP_TO=DIR        every stage as text: HLO before and after each pass, the
+                               buffer assignment, thunks, LLVM IR, PTX (dump_dir option)
+     HLOJIT_CACHE_DIR, HLOJIT_CACHE_MAX_MB, XDG_CACHE_HOME     section 7
+     HLOJIT_PROFILE=1          time every thunk; print the report when an executable that
+                               ran is destroyed (section 18; profile option)
+     HLOJIT_LOG=1              one line on stderr per JIT miss (section 17)
+     HLOJIT_LLVM_PIPELINE, HLOJIT_LLVM_PIPELINE_LIGHT   replace the LLVM pipeline
+                               ("default<O3>"), of all kernels / of those that are not
+                               matmuls: for experiments
+     HLOJIT_FUSION_ROW_NORM=0  no softmax/layer-norm row normalisation in fusion
+     HLOJIT_CUDA_DEVICE=N      the device ordinal (default 0)
+     HLOJIT_CUDA_GRAPHS=0      plain launches instead of CUDA graphs
+     HLOJIT_CUDA_GEMM=measure|rule|tiled|cublas   how a GPU matmul's kernel is chosen
+                               (default measure: both timed on first use);
+                               HLOJIT_CUDA_GEMM_LOG=1 prints each choice
+     HLOJIT_CUDA_TF32=1        cuBLAS may use TF32
+     HLOJIT_LIBCUDA, HLOJIT_LIBCUBLAS, HLOJIT_LIBDEVICE, HLOJIT_PTXAS, CUDA_HOME
+                               where the CUDA libraries, libdevice and ptxas are found
 */
 #ifndef HLOJIT_H
 #define HLOJIT_H
@@ -173,12 +206,13 @@ extern "C" {
 #define HJ_VERSION_MINOR 1
 #define HJ_MAX_RANK 8
 
+/* ==== 10 CONTEXTS AND GRAPHS ============================================================== */
 typedef enum hj_status {
   HJ_OK = 0,
   HJ_ERR_INVALID_ARG,   /* NULL, bad handle, out-of-range argument */
   HJ_ERR_SHAPE,         /* shapes or dtypes do not fit the op */
   HJ_ERR_PARSE,         /* HLO text or .npy that cannot be read */
-  HJ_ERR_UNSUPPORTED,   /* valid input hlojit cannot honour (yet) */
+  HJ_ERR_UNSUPPORTED,   /* valid input hlojit cannot honour */
   HJ_ERR_OOM,
   HJ_ERR_IO,
   HJ_ERR_BACKEND,       /* LLVM, CUDA driver or cuBLAS said no */
@@ -233,8 +267,8 @@ typedef struct hj_shape {
      assignment and thunk runs, the emitters' plans, the backends' own state (the CPU
      backend's JIT and thread pool, each backend's executable struct), the copy of a
      graph's module, hj_exec_run's pointer arrays, .npy headers and hj_module_print's text
-     (freed with free() by contract): each is checked and fails with HJ_ERR_OOM, but
-     they are made where no context is at hand or belong to parts not yet moved over.
+     (freed with free() by contract): each is checked and fails with HJ_ERR_OOM; they
+     are made where no context is at hand.
    The default (posix_memalign/free) gives blocks of 2 MiB or more 2 MiB alignment and, on
    Linux, advises them as transparent huge pages (madvise MADV_HUGEPAGE): matmul kernels that
    walk weights row by row then miss the TLB far less. */
@@ -274,7 +308,7 @@ typedef struct hj_tensor {
   int32_t id;
 } hj_tensor_t;
 
-/* ---- context ---------------------------------------------------------------------- */
+/* ---- the context ---- */
 void hj_ctx_options_init(hj_ctx_options_t *opt);
 hj_status hj_ctx_create(const hj_ctx_options_t *opt, hj_ctx_t **out); /* opt may be NULL */
 void hj_ctx_destroy(hj_ctx_t *ctx);
@@ -287,7 +321,7 @@ size_t hj_dtype_size(hj_dtype_t t);             /* bytes per element; 0 if out o
    INT64_MIN, 0 for an invalid rank. Graphs take shapes of at most 2^53 elements. */
 int64_t hj_shape_numel(hj_shape_t s);
 
-/* ---- graph building ------------------------------------------------------------------ */
+/* ---- graphs ---- */
 hj_status hj_graph_create(hj_ctx_t *ctx, const char *name, hj_graph_t **out);
 /* A sub-graph: a computation in the same module, for hj_call, hj_map, hj_while,
    hj_conditional, hj_reduce_with, hj_sort_with and hj_scatter_with. Its outputs are set
@@ -305,7 +339,8 @@ hj_dtype_t hj_tensor_dtype(hj_tensor_t t);       /* HJ_DTYPE_COUNT if poisoned o
 hj_shape_t hj_tensor_shape(hj_tensor_t t);       /* rank 0 if poisoned */
 bool hj_tensor_ok(hj_tensor_t t);
 
-/* Leaves and constants */
+/* ==== 11 OPS, BY FAMILY =================================================================== */
+/* ---- leaves and constants ---- */
 hj_tensor_t hj_param(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, const char *name);
 /* A tuple-shaped parameter (for while bodies): |n| element types and shapes. */
 hj_tensor_t hj_param_tuple(hj_graph_t *g, const hj_dtype_t *types, const hj_shape_t *shapes,
@@ -315,7 +350,7 @@ hj_tensor_t hj_scalar(hj_graph_t *g, hj_dtype_t t, double v);
 hj_tensor_t hj_full(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, double v);
 hj_tensor_t hj_iota(hj_graph_t *g, hj_dtype_t t, hj_shape_t s, int dim);
 
-/* Elementwise unary */
+/* ---- elementwise, unary ---- */
 hj_tensor_t hj_abs(hj_tensor_t x);
 hj_tensor_t hj_neg(hj_tensor_t x);
 hj_tensor_t hj_exp(hj_tensor_t x);
@@ -341,7 +376,7 @@ hj_tensor_t hj_is_finite(hj_tensor_t x);         /* -> pred */
 hj_tensor_t hj_popcnt(hj_tensor_t x);
 hj_tensor_t hj_clz(hj_tensor_t x);
 
-/* Elementwise binary (NumPy broadcasting; both operands must have the same dtype) */
+/* ---- elementwise, binary (NumPy broadcasting; both operands must have the same dtype) ---- */
 hj_tensor_t hj_add(hj_tensor_t a, hj_tensor_t b);
 hj_tensor_t hj_sub(hj_tensor_t a, hj_tensor_t b);
 hj_tensor_t hj_mul(hj_tensor_t a, hj_tensor_t b);
@@ -361,7 +396,7 @@ hj_tensor_t hj_shr_logical(hj_tensor_t a, hj_tensor_t b);
 typedef enum hj_cmp { HJ_CMP_EQ = 0, HJ_CMP_NE, HJ_CMP_LT, HJ_CMP_LE, HJ_CMP_GT, HJ_CMP_GE,
                       HJ_CMP_COUNT } hj_cmp_t;
 hj_tensor_t hj_compare(hj_tensor_t a, hj_tensor_t b, hj_cmp_t dir); /* -> pred */
-/* Ternary (NumPy broadcasting of all three) */
+/* ---- elementwise, ternary (NumPy broadcasting of all three) ---- */
 hj_tensor_t hj_select(hj_tensor_t pred, hj_tensor_t on_true, hj_tensor_t on_false);
 hj_tensor_t hj_clamp(hj_tensor_t lo, hj_tensor_t x, hj_tensor_t hi);  /* XLA's operand order */
 
@@ -369,7 +404,7 @@ hj_tensor_t hj_convert(hj_tensor_t x, hj_dtype_t t);          /* value conversio
 hj_tensor_t hj_bitcast_convert(hj_tensor_t x, hj_dtype_t t);  /* same-size reinterpretation */
 hj_tensor_t hj_copy(hj_tensor_t x);
 
-/* Shape ops. Arrays of dims have |n| entries. */
+/* ---- shape and indexing (arrays of dims have |n| entries) ---- */
 hj_tensor_t hj_broadcast_in_dim(hj_tensor_t x, hj_shape_t s, const int64_t *dims, int n);
 hj_tensor_t hj_broadcast_to(hj_tensor_t x, hj_shape_t s);     /* NumPy rules */
 /* One dim of |s| may be -1: inferred. Reshape targets are static (so -1 never means
@@ -405,7 +440,8 @@ typedef struct hj_scatter_dims {
   int64_t index_vector_dim;
 } hj_scatter_dims_t;
 
-/* Reducers for hj_reduce and hj_scatter */
+/* ---- reductions, scatter, sort (reducers for hj_reduce, hj_scatter, hj_reduce_window,
+   hj_cumulative) ---- */
 typedef enum hj_reducer { HJ_RED_SUM = 0, HJ_RED_PROD, HJ_RED_MAX, HJ_RED_MIN, HJ_RED_AND,
                           HJ_RED_OR, HJ_RED_REPLACE, HJ_RED_COUNT } hj_reducer_t;
 /* Reduces |dims| away with the reducer's identity as init (REPLACE is not a reducer). */
@@ -432,7 +468,8 @@ typedef struct hj_dot_dims {
    the evaluator. */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
-/* Tuples and control flow, with sub-graphs (hj_graph_create_sub) as computations.
+/* ---- tuples and control flow ----
+   With sub-graphs (hj_graph_create_sub) as computations.
    Multi-result ops: every op with several results (hj_split, hj_while, hj_conditional,
    hj_call of a sub-graph with several outputs, hj_reduce_with and hj_sort_with of several
    operands) returns ONE tensor, a tuple; hj_get_tuple_element takes one element and
@@ -457,7 +494,19 @@ hj_tensor_t hj_reduce_with(hj_graph_t *fn, const hj_tensor_t *xs, const hj_tenso
 /* Generic sort of |n| same-shape operands along |dim| with a comparator taking 2n scalars. */
 hj_tensor_t hj_sort_with(hj_graph_t *cmp, const hj_tensor_t *xs, int n, int dim, bool stable);
 
-/* ---- composites (built from the ops above) ------------------------------------------- */
+/* ---- windows, running reductions, dynamic sizes ----
+   hj_dim_size: the real size of dim |dim| of |x| as an s32 scalar (a constant for a static
+   dim; XLA's get-dimension-size for a bounded one: section 17).
+   hj_reduce_window: XLA's reduce-window with |r|'s identity as init; |window| per dim,
+   |strides| (NULL: 1) and |pad_lo|, |pad_hi| (NULL: 0) per dim.
+   hj_cumulative: the inclusive running reduction along |axis| (r = HJ_RED_SUM: cumsum,
+   HJ_RED_MAX: running max, ...), from the end when |reverse|. */
+hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
+hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
+                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
+hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
+
+/* ---- composites (built from the ops above) ---- */
 /* NumPy matmul: (..., M, K) x (..., K, N) -> (..., M, N); batch dims broadcast; a rank-1
    operand is a vector. */
 hj_tensor_t hj_matmul(hj_tensor_t a, hj_tensor_t b);
@@ -509,6 +558,7 @@ hj_status hj_linear_pack(hj_ctx_t *ctx, const float *w, hj_linear_layout_t layou
 hj_status hj_linear_pack_bf16(hj_ctx_t *ctx, const uint16_t *w, hj_linear_layout_t layout, int64_t in,
                               int64_t out, int64_t kc, int64_t nr, uint16_t *dst);
 
+/* ==== 12 HLO MODULES: XLA'S TEXT AND THE PASS PIPELINE ==================================== */
 /* Time spent in one HLO pass during a compile or hj_module_optimize_timed (summed over its
    runs: the simplification passes run several rounds). */
 typedef struct hj_pass_time {
@@ -517,7 +567,6 @@ typedef struct hj_pass_time {
   int runs;
 } hj_pass_time_t;
 
-/* ---- modules: XLA's HLO text ----------------------------------------------------------- */
 /* Parses HLO text (|len| bytes; |filename| names it in messages, may be NULL) and verifies
    it. Errors read "file:line:col: message" followed by the line and a caret. */
 hj_status hj_module_parse(hj_ctx_t *ctx, const char *text, size_t len, const char *filename,
@@ -544,7 +593,7 @@ hj_status hj_module_optimize(hj_module_t *m);
    exceed |cap|). |times| may be NULL when |cap| is 0; |n| may be NULL. */
 hj_status hj_module_optimize_timed(hj_module_t *m, hj_pass_time_t *times, int cap, int *n);
 
-/* ---- compile and run ------------------------------------------------------------------- */
+/* ==== 13 COMPILING AND RUNNING ============================================================ */
 /* The executable keeps its own copy of the graph's module. */
 hj_status hj_compile(hj_graph_t *g, hj_exec_t **out);
 /* The executable borrows |m|: keep it alive until hj_exec_destroy. */
@@ -582,14 +631,15 @@ typedef struct hj_exec_stats {
                                    parallel when there are several) */
   double codegen_ms;          /*   machine code (object files, in parallel), loading them
                                    into the JIT and resolving every kernel */
-  const char *note;           /* why AUTO did not get the CPU backend; "" otherwise */
+  const char *note;           /* AUTO: why each backend before the one used was skipped,
+                                 then "; using the NAME backend"; "" otherwise */
   int64_t bytes_moved;        /* per run: bytes of the input and output buffers of every
                                  kernel, matmul, evaluator and copy thunk, each thunk once
                                  (while/conditional bodies once, not per iteration) */
   int code_source;            /* where the machine code (CUDA: the PTX) came from:
                                  HJ_CODE_COMPILED, _MEMORY (the same code was made in this
                                  context already), _DISK */
-  /* ---- compile profile (issue 9) ---- */
+  /* where the compile time went */
   int kernels_distinct;       /* kernels emitted and compiled: fusions whose fused
                                  computations are structurally identical (hlo_fingerprint
                                  plus a full equality check) share one; the kernels_* counts
@@ -605,7 +655,7 @@ typedef struct hj_exec_stats {
 enum { HJ_CODE_COMPILED = 0, HJ_CODE_MEMORY = 1, HJ_CODE_DISK = 2 };
 hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out);
 
-/* ---- buffers --------------------------------------------------------------------------- */
+/* ==== 14 BUFFERS ========================================================================== */
 hj_status hj_buffer_create(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, hj_buffer_t **out); /* zeroed */
 hj_status hj_buffer_from_host(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, const void *data,
                               hj_buffer_t **out);
@@ -619,8 +669,108 @@ void hj_buffer_destroy(hj_buffer_t *b);
 hj_status hj_buffer_read_npy(hj_ctx_t *ctx, const char *path, hj_buffer_t **out);
 hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path);
 
-/* ---- the tracing JIT and dynamic shapes ----------------------------------------------------
-   hj_jit_create wraps a C function that builds a graph, |build|(g, params, n, user): it
+/* ---- buffers without a copy ----
+   Every buffer is reference counted: the create/wrap/map/view call returns one reference,
+   hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
+   (for a wrapped buffer: |release| is called then, once). A buffer must outlive the runs it
+   is passed to and the executables it is bound to (binding takes a reference itself).
+
+   Alignment: the kernels load and store elements at their natural alignment (f32 at 4
+   bytes, f64 at 8) and never assume more, so |data| must be a multiple of the element size;
+   a multiple of 64 bytes (a cache line, an AVX-512 vector: what hj_buffer_create gives) is
+   faster for the vector loops. Misaligned data, or fewer than |nbytes| = elements x element
+   size bytes, is refused (HJ_ERR_INVALID_ARG, with a message). A read-only buffer (mapped,
+   or wrapped with HJ_BUFFER_READ_ONLY) may be an input, never an output: hj_exec_run
+   refuses it there (and as a donated input that would be written in place, see below).
+   hj_buffer_host_ptr of a read-only buffer points at memory that faults when written. */
+enum { HJ_BUFFER_READ_ONLY = 1 };
+typedef void (*hj_release_fn)(void *user, void *data);
+/* A buffer over the caller's |data| (|nbytes| bytes, at least what |t| and |s| need; not
+   copied). |release| (may be NULL) is called with |user| and |data| when the last reference
+   goes. |flags|: 0 or HJ_BUFFER_READ_ONLY. On failure |release| is not called. */
+hj_status hj_buffer_wrap(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, void *data, size_t nbytes,
+                         unsigned flags, hj_release_fn release, void *user, hj_buffer_t **out);
+/* Maps bytes [offset, offset + elements x size) of the file at |path| read-only (mmap,
+   MAP_PRIVATE): nothing is read until a kernel touches it, and pages come from the page
+   cache (weights: no copy, shared between processes). |offset| must be a multiple of the
+   element size; a file too short for the region is refused. The mapping lives until the
+   last reference goes (the file may be closed or renamed meanwhile). */
+hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, hj_dtype_t t,
+                             hj_shape_t s, hj_buffer_t **out);
+/* A buffer viewing bytes [offset, offset + elements x size) of |base| (no copy; read-only
+   if |base| is). It holds a reference to |base|. For one mapped checkpoint file and one view
+   per weight. */
+hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shape_t s,
+                         hj_buffer_t **out);
+hj_buffer_t *hj_buffer_retain(hj_buffer_t *b);   /* one more reference; returns |b| */
+bool hj_buffer_is_read_only(const hj_buffer_t *b);
+
+/* ==== 15 DONATION: OUTPUTS THAT ALIAS INPUTS (XLA'S input_output_alias) =================== */
+/* An output declared to alias a parameter is written into that parameter's buffer: the
+   caller donates the input, and after the run the buffer holds the output's value (JAX's
+   donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
+   updated rows (hj_exec_stats: inplace_updates counts it, and no copy thunk is made;
+   updates of several caches from one row, as a decode step's k and v, are one kernel); an
+   elementwise update (x = x + d) runs in place too. The module prints the pair in its
+   header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
+   from such text has the alias (whether may- or must-alias, hlojit treats it the same).
+
+   Rules (each refused with a message otherwise): |output| is a flattened output leaf (the
+   hj_graph_output order when every output is an array), |param| an array parameter of the
+   top graph, both of the same byte size; an output aliases at most one parameter and a
+   parameter at most one output. Where the graph still reads the parameter after the
+   output is written (e.g. cache' = dus(cache, ..); y = f(cache)), the compiler computes the
+   output elsewhere and copies it in at the end: correct, one copy (stats.copies).
+
+   At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
+   - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
+     to in[i] with one more reference (destroy both handles, or neither); where the pair
+     differs in dtype or shape, to a view of in[i] with the output's (hj_buffer_view);
+   - another writable buffer of the output's shape: in[i] is copied into it first (once)
+     and the run updates that copy; in[i] is left as it was.
+   A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only
+   in[i] passed as out[k] too is refused. If in[i]'s memory is also passed as another
+   input, the run works on a temporary and copies the result into out[k] afterwards.
+   Non-aliased outputs may share memory with nothing that the run reads or writes; if they
+   do, the run computes them into temporaries and copies (correct, slower). */
+/* Declares that output leaf |output| of top graph |g| aliases parameter |param|. */
+hj_status hj_graph_alias(hj_graph_t *g, int output, hj_tensor_t param);
+/* hj_graph_output(g, t) and hj_graph_alias(g, <that output>, param): t must be an array. */
+hj_status hj_graph_output_aliased(hj_graph_t *g, hj_tensor_t t, hj_tensor_t param);
+/* The input leaf that output leaf |output| aliases, -1 for none (or out of range). */
+int hj_module_output_alias(const hj_module_t *m, int output);
+int hj_exec_output_alias(const hj_exec_t *e, int output);
+
+/* ==== 16 NAMES AND BOUND INPUTS =========================================================== */
+/* Input order: the flattened leaves of the entry's parameters, in parameter order, i.e.
+   the order of the hj_param / hj_param_tuple calls on the top graph (a tuple parameter
+   expanded depth first). Output order: the flattened leaves of the outputs, in
+   hj_graph_output order. Names: a graph input is named by its hj_param name (a tuple
+   parameter's leaves "name{0}", "name{1,2}", ...; an unnamed one "in<k>"); an output by
+   hj_graph_output_named ("out<k>" otherwise, tuple leaves "name{j}"). A module's inputs are
+   named after its parameter instructions (tuple leaves "name{j}"), its outputs "out<k>".
+   Names need not be unique; a look-up of a name that several carry fails. */
+hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name);
+const char *hj_exec_input_name(const hj_exec_t *e, int i);    /* NULL out of range */
+const char *hj_exec_output_name(const hj_exec_t *e, int i);
+/* The index of the input (output) named |name|; -1 with a message in the context when no
+   input or several have it. */
+int hj_exec_find_input(const hj_exec_t *e, const char *name);
+int hj_exec_find_output(const hj_exec_t *e, const char *name);
+/* Binds |b| to input |i| (a reference is taken; the previous binding's is dropped); b NULL
+   unbinds. Wrong dtype or shape: HJ_ERR_SHAPE, nothing changes. Not while a run of |e| is
+   in progress.
+   Calling convention once inputs are bound: hj_exec_run takes only the unbound inputs, in
+   input order (nin == hj_exec_num_unbound_inputs(e)); passing all of them (a bound input
+   also given) is an error. A bound input that an output aliases is updated in place by
+   every run (a KV cache bound once); out[k] may be the bound buffer or NULL. */
+hj_status hj_exec_bind(hj_exec_t *e, int i, hj_buffer_t *b);
+hj_status hj_exec_bind_name(hj_exec_t *e, const char *name, hj_buffer_t *b);
+int hj_exec_num_unbound_inputs(const hj_exec_t *e);
+hj_buffer_t *hj_exec_bound(const hj_exec_t *e, int i);      /* NULL when unbound */
+
+/* ==== 17 THE TRACING JIT AND DYNAMIC SHAPES =============================================== */
+/* hj_jit_create wraps a C function that builds a graph, |build|(g, params, n, user): it
    receives a fresh graph and one tensor per declared parameter and builds the computation
    with the ops above, marking its results with hj_graph_output, exactly as for hj_compile.
    hj_jit_call runs it on buffers: the first call with a new signature traces |build| (calls
@@ -721,119 +871,8 @@ hj_status hj_jit_call(hj_jit_t *jit, hj_buffer_t *const *in, int nin, hj_buffer_
 hj_status hj_jit_stats(const hj_jit_t *jit, hj_jit_stats_t *out);  /* strings live in |jit| */
 void hj_jit_destroy(hj_jit_t *jit);
 
-/* Ops for dynamic shapes. hj_dim_size: the real size of dim |dim| of |x| as an s32 scalar
-   (a constant for a static dim; XLA's get-dimension-size for a bounded one).
-   hj_reduce_window: XLA's reduce-window with |r|'s identity as init; |window| per dim,
-   |strides| (NULL: 1) and |pad_lo|, |pad_hi| (NULL: 0) per dim.
-   hj_cumulative: the inclusive running reduction along |axis| (r = HJ_RED_SUM: cumsum,
-   HJ_RED_MAX: running max, ...), from the end when |reverse|. */
-hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
-hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
-                             const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
-hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
-/* ==== issue 10: donation, zero-copy buffers, names and bound inputs, profiles ===
-   ---- buffers without a copy ----------------------------------------------------------
-   Every buffer is reference counted: the create/wrap/map/view call returns one reference,
-   hj_buffer_retain adds one, hj_buffer_destroy drops one; the storage goes with the last
-   (for a wrapped buffer: |release| is called then, once). A buffer must outlive the runs it
-   is passed to and the executables it is bound to (binding takes a reference itself).
-
-   Alignment: the kernels load and store elements at their natural alignment (f32 at 4
-   bytes, f64 at 8) and never assume more, so |data| must be a multiple of the element size;
-   a multiple of 64 bytes (a cache line, an AVX-512 vector: what hj_buffer_create gives) is
-   faster for the vector loops. Misaligned data, or fewer than |nbytes| = elements x element
-   size bytes, is refused (HJ_ERR_INVALID_ARG, with a message). A read-only buffer (mapped,
-   or wrapped with HJ_BUFFER_READ_ONLY) may be an input, never an output: hj_exec_run
-   refuses it there (and as a donated input that would be written in place, see below).
-   hj_buffer_host_ptr of a read-only buffer points at memory that faults when written. */
-enum { HJ_BUFFER_READ_ONLY = 1 };
-typedef void (*hj_release_fn)(void *user, void *data);
-/* A buffer over the caller's |data| (|nbytes| bytes, at least what |t| and |s| need; not
-   copied). |release| (may be NULL) is called with |user| and |data| when the last reference
-   goes. |flags|: 0 or HJ_BUFFER_READ_ONLY. On failure |release| is not called. */
-hj_status hj_buffer_wrap(hj_ctx_t *ctx, hj_dtype_t t, hj_shape_t s, void *data, size_t nbytes,
-                         unsigned flags, hj_release_fn release, void *user, hj_buffer_t **out);
-/* Maps bytes [offset, offset + elements x size) of the file at |path| read-only (mmap,
-   MAP_PRIVATE): nothing is read until a kernel touches it, and pages come from the page
-   cache (weights: no copy, shared between processes). |offset| must be a multiple of the
-   element size; a file too short for the region is refused. The mapping lives until the
-   last reference goes (the file may be closed or renamed meanwhile). */
-hj_status hj_buffer_map_file(hj_ctx_t *ctx, const char *path, uint64_t offset, hj_dtype_t t,
-                             hj_shape_t s, hj_buffer_t **out);
-/* A buffer viewing bytes [offset, offset + elements x size) of |base| (no copy; read-only
-   if |base| is). It holds a reference to |base|. For one mapped checkpoint file and one view
-   per weight. */
-hj_status hj_buffer_view(hj_buffer_t *base, size_t offset, hj_dtype_t t, hj_shape_t s,
-                         hj_buffer_t **out);
-hj_buffer_t *hj_buffer_retain(hj_buffer_t *b);   /* one more reference; returns |b| */
-bool hj_buffer_is_read_only(const hj_buffer_t *b);
-
-/* ---- donation: outputs that alias parameters (XLA's input_output_alias) --------------
-   An output declared to alias a parameter is written into that parameter's buffer: the
-   caller donates the input, and after the run the buffer holds the output's value (JAX's
-   donate_argnums). A dynamic-update-slice of a donated KV cache then writes only the
-   updated rows (hj_exec_stats: inplace_updates counts it, and no copy thunk is made;
-   updates of several caches from one row, as a decode step's k and v, are one kernel); an
-   elementwise update (x = x + d) runs in place too. The module prints the pair in its
-   header as XLA does: `input_output_alias={ {0}: (2, {}, may-alias) }`, and a module read
-   from such text has the alias (whether may- or must-alias, hlojit treats it the same).
-
-   Rules (each refused with a message otherwise): |output| is a flattened output leaf (the
-   hj_graph_output order when every output is an array), |param| an array parameter of the
-   top graph, both of the same byte size; an output aliases at most one parameter and a
-   parameter at most one output. Where the graph still reads the parameter after the
-   output is written (e.g. cache' = dus(cache, ..); y = f(cache)), the compiler computes the
-   output elsewhere and copies it in at the end: correct, one copy (stats.copies).
-
-   At run time, for an aliased pair (output k, input i) hj_exec_run accepts in out[k]:
-   - in[i] itself (the fast path: the run updates it in place), or NULL: out[k] is then set
-     to in[i] with one more reference (destroy both handles, or neither); where the pair
-     differs in dtype or shape, to a view of in[i] with the output's (hj_buffer_view);
-   - another writable buffer of the output's shape: in[i] is copied into it first (once)
-     and the run updates that copy; in[i] is left as it was.
-   A read-only in[i] with out[k] NULL gets a new output buffer (the copy path); a read-only
-   in[i] passed as out[k] too is refused. If in[i]'s memory is also passed as another
-   input, the run works on a temporary and copies the result into out[k] afterwards.
-   Non-aliased outputs may share memory with nothing that the run reads or writes; if they
-   do, the run computes them into temporaries and copies (correct, slower). */
-/* Declares that output leaf |output| of top graph |g| aliases parameter |param|. */
-hj_status hj_graph_alias(hj_graph_t *g, int output, hj_tensor_t param);
-/* hj_graph_output(g, t) and hj_graph_alias(g, <that output>, param): t must be an array. */
-hj_status hj_graph_output_aliased(hj_graph_t *g, hj_tensor_t t, hj_tensor_t param);
-/* The input leaf that output leaf |output| aliases, -1 for none (or out of range). */
-int hj_module_output_alias(const hj_module_t *m, int output);
-int hj_exec_output_alias(const hj_exec_t *e, int output);
-
-/* ---- names and bound inputs -----------------------------------------------------------
-   Input order: the flattened leaves of the entry's parameters, in parameter order, i.e.
-   the order of the hj_param / hj_param_tuple calls on the top graph (a tuple parameter
-   expanded depth first). Output order: the flattened leaves of the outputs, in
-   hj_graph_output order. Names: a graph input is named by its hj_param name (a tuple
-   parameter's leaves "name{0}", "name{1,2}", ...; an unnamed one "in<k>"); an output by
-   hj_graph_output_named ("out<k>" otherwise, tuple leaves "name{j}"). A module's inputs are
-   named after its parameter instructions (tuple leaves "name{j}"), its outputs "out<k>".
-   Names need not be unique; a look-up of a name that several carry fails. */
-hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name);
-const char *hj_exec_input_name(const hj_exec_t *e, int i);    /* NULL out of range */
-const char *hj_exec_output_name(const hj_exec_t *e, int i);
-/* The index of the input (output) named |name|; -1 with a message in the context when no
-   input or several have it. */
-int hj_exec_find_input(const hj_exec_t *e, const char *name);
-int hj_exec_find_output(const hj_exec_t *e, const char *name);
-/* Binds |b| to input |i| (a reference is taken; the previous binding's is dropped); b NULL
-   unbinds. Wrong dtype or shape: HJ_ERR_SHAPE, nothing changes. Not while a run of |e| is
-   in progress.
-   Calling convention once inputs are bound: hj_exec_run takes only the unbound inputs, in
-   input order (nin == hj_exec_num_unbound_inputs(e)); passing all of them (a bound input
-   also given) is an error. A bound input that an output aliases is updated in place by
-   every run (a KV cache bound once); out[k] may be the bound buffer or NULL. */
-hj_status hj_exec_bind(hj_exec_t *e, int i, hj_buffer_t *b);
-hj_status hj_exec_bind_name(hj_exec_t *e, const char *name, hj_buffer_t *b);
-int hj_exec_num_unbound_inputs(const hj_exec_t *e);
-hj_buffer_t *hj_exec_bound(const hj_exec_t *e, int i);      /* NULL when unbound */
-
-/* ---- profiles -------------------------------------------------------------------------
-   With profiling on (hj_ctx_options_t.profile, $HLOJIT_PROFILE=1, or hj_exec_set_profiling)
+/* ==== 18 PROFILES ========================================================================= */
+/* With profiling on (hj_ctx_options_t.profile, $HLOJIT_PROFILE=1, or hj_exec_set_profiling)
    every thunk of a run is timed. With $HLOJIT_PROFILE=1 the report (hj_exec_profile_text)
    is also printed on stderr when an executable that ran is destroyed. Timing a thunk costs
    two clock reads (~50 ns). */
@@ -859,8 +898,9 @@ hj_status hj_exec_profile(const hj_exec_t *e, hj_profile_entry_t **entries, int 
    kind, instruction and kernel, sorted; then the compile times. */
 hj_status hj_exec_profile_text(const hj_exec_t *e, char **text);
 void hj_exec_profile_reset(hj_exec_t *e);
-/* ---- CUDA: PTX without a device ------------------------------------------------------------
-   The PTX of every kernel |m| compiles to on the CUDA backend, for |arch| ("sm_80", the
+
+/* ==== 19 PTX WITHOUT A DEVICE ============================================================= */
+/* The PTX of every kernel |m| compiles to on the CUDA backend, for |arch| ("sm_80", the
    portable baseline; "sm_90a" for compute capability 9.0; NULL: sm_80), made without a
    driver or a GPU (NVPTX through LLVM; nothing is loaded or run). *ptx is NUL-terminated
    text, released with free(); "" when every op runs in the evaluator. HJ_ERR_UNSUPPORTED

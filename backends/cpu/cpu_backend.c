@@ -99,18 +99,9 @@ static emit_target cpb_emit_target(cpu_jit *j) {
   return t;
 }
 
-static hj_status cpb_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_dot_canonicalize(m, pc->matmul_panel_nr, changed);
-}
-static hj_status cpb_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_fusion_split(m, changed);
-}
-static hj_status cpb_pass_wrap(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_wrap_fusions(m, changed);
-}
-static const rt_pass_step cpb_pre[] = { { "dot-canonicalize", cpb_pass_dot_canon } };
-static const rt_pass_step cpb_post[] = { { "fusion-split", cpb_pass_fusion_split },
-                                         { "wrap-fusions", cpb_pass_wrap } };
+/* The passes this backend adds around the shared pipeline (passes/pipeline.c's names). */
+static const char *const cpb_pre[] = { "dot-canonicalize" };
+static const char *const cpb_post[] = { "fusion-split", "wrap-fusions" };
 
 typedef struct cpb_compile {          /* the ud of the target hooks during one compile */
   hj_ctx_t *ctx;

@@ -111,18 +111,9 @@ static void cb_ctx_destroy(hj_ctx_t *ctx, void *state) { cb_state_free(state); }
 
 /* ---- the target ------------------------------------------------------------------------------ */
 
-static hj_status cb_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_dot_canonicalize(m, 0, changed);
-}
-static hj_status cb_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_fusion_split(m, changed);
-}
-static hj_status cb_pass_wrap(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_wrap_fusions(m, changed);
-}
-static const rt_pass_step cb_pre[] = { { "dot-canonicalize", cb_pass_dot_canon } };
-static const rt_pass_step cb_post[] = { { "fusion-split", cb_pass_fusion_split },
-                                        { "wrap-fusions", cb_pass_wrap } };
+/* The passes this backend adds around the shared pipeline (passes/pipeline.c's names). */
+static const char *const cb_pre[] = { "dot-canonicalize" };
+static const char *const cb_post[] = { "fusion-split", "wrap-fusions" };
 
 typedef struct cb_compile {          /* the ud of the target hooks during one compile */
   hj_ctx_t *ctx;

@@ -123,24 +123,6 @@ void cuda_codegen_prepare_module(cuda_codegen *cg, LLVMModuleRef mod) {
                     LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 0, 0)));
 }
 
-/* LLVM 19 reads launch bounds from nvvm.annotations: !{ptr @fn, !"key", i32 value} */
-static void cg_annotate(LLVMModuleRef mod, LLVMValueRef fn, const char *key, int value) {
-  LLVMContextRef c = LLVMGetModuleContext(mod);
-  LLVMMetadataRef ops[3] = {
-    LLVMValueAsMetadata(fn),
-    LLVMMDStringInContext2(c, key, strlen(key)),
-    LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned)value, 0)),
-  };
-  LLVMAddNamedMetadataOperand(mod, "nvvm.annotations",
-                              LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, ops, 3)));
-}
-
-void cuda_mark_kernel(LLVMModuleRef mod, LLVMValueRef fn, int max_threads, int min_blocks) {
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  if (max_threads > 0) cg_annotate(mod, fn, "maxntidx", max_threads);   /* .maxntid */
-  if (min_blocks > 0) cg_annotate(mod, fn, "minctasm", min_blocks);     /* .minnctapersm */
-}
-
 LLVMValueRef cuda_intrinsic(LLVMModuleRef mod, const char *name, LLVMTypeRef *overloads, int n,
                             cuda_error *e) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

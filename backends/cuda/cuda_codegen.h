@@ -5,7 +5,7 @@
    Life of a kernel:
      cuda_codegen *cg; cuda_codegen_create(CUDA_SM_80, &cg, &e);   // one per arch (and context)
      LLVMModuleRef mod = ...;  cuda_codegen_prepare_module(cg, mod); // triple, data layout
-     ... build the kernel with the IRBuilder; cuda_mark_kernel(mod, fn, 256, 0) ...
+     ... build the kernel with the IRBuilder; emit_gpu_mark_kernel(mod, fn, 256, 0) ...
      char *ptx; cuda_compile_ptx(cg, mod, &ptx, &e);   // libdevice if used, O3, PTX; free(ptx)
      cuda_ptxas(ptx, "sm_80", &info);                   // tests: assemble it, read -v figures
 
@@ -60,12 +60,6 @@ void cuda_codegen_code_id(cuda_codegen *cg, char *buf, size_t n);
 /* Sets |mod|'s triple (nvptx64-nvidia-cuda) and data layout, and nvvm-reflect-ftz = 0. */
 void cuda_codegen_prepare_module(cuda_codegen *cg, LLVMModuleRef mod);
 
-/* Makes |fn| a kernel (PTX kernel calling convention) launched with at most |max_threads|
-   threads per block (.maxntid; 0: no bound) and meant to run |min_blocks| blocks per SM at
-   once (.minnctapersm; 0: no target). ptxas budgets registers from both: with .maxntid 256
-   alone, ptxas 13 for sm_90 caps the tiled matmul at 128 registers and spills; with
-   .minnctapersm 2 it fits the same 128 registers without spilling. */
-void cuda_mark_kernel(LLVMModuleRef mod, LLVMValueRef fn, int max_threads, int min_blocks);
 
 /* The declaration of intrinsic |name| (|overloads|: its overloaded types, n may be 0), or
    NULL with HJ_ERR_INTERNAL when LLVM has no such intrinsic. */

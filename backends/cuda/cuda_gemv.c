@@ -41,6 +41,7 @@
    no spills, test_cuda_matmul.c checks with ptxas). */
 #include "cuda_matmul.h"
 #include "cuda_codegen.h"
+#include "../../hlojit_impl/emitters/emit.h"   /* emit_ci, emit_cf */
 #include <string.h>
 
 enum { GV_THREADS = 256, GV_WARPS = GV_THREADS / 32 };
@@ -59,18 +60,16 @@ typedef struct gv {
   LLVMValueRef fma, shfl, barrier, red;
 } gv;
 
-static LLVMValueRef gv_i32(gv *x, int64_t v) { return LLVMConstInt(x->i32, (unsigned long long)v, 1); }
-static LLVMValueRef gv_i64(gv *x, int64_t v) { return LLVMConstInt(x->i64, (unsigned long long)v, 1); }
-static LLVMValueRef gv_f0(gv *x) { return LLVMConstReal(x->f32, 0); }
+static LLVMValueRef gv_f0(gv *x) { return emit_cf(x->f32, 0); }
 static LLVMValueRef gv_zext(gv *x, LLVMValueRef v) { return LLVMBuildZExt(x->b, v, x->i64, ""); }
 static LLVMValueRef gv_lt(gv *x, LLVMValueRef a, int64_t hi) {   /* i64 a < hi */
-  return LLVMBuildICmp(x->b, LLVMIntSLT, a, gv_i64(x, hi), "");
+  return LLVMBuildICmp(x->b, LLVMIntSLT, a, emit_ci(x->i64, hi), "");
 }
 static LLVMValueRef gv_min(gv *x, LLVMValueRef a, int64_t hi) {  /* min(a, hi), i64 */
-  return LLVMBuildSelect(x->b, gv_lt(x, a, hi), a, gv_i64(x, hi), "");
+  return LLVMBuildSelect(x->b, gv_lt(x, a, hi), a, emit_ci(x->i64, hi), "");
 }
 static LLVMValueRef gv_add(gv *x, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(x->b, a, b, ""); }
-static LLVMValueRef gv_mul(gv *x, LLVMValueRef a, int64_t v) { return LLVMBuildMul(x->b, a, gv_i64(x, v), ""); }
+static LLVMValueRef gv_mul(gv *x, LLVMValueRef a, int64_t v) { return LLVMBuildMul(x->b, a, emit_ci(x->i64, v), ""); }
 
 /* Element |idx| (i64) of f32 buffer |base| as |t| (f32 or float4), |in| ? it : 0. */
 static LLVMValueRef gv_load(gv *x, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef in) {
@@ -86,12 +85,12 @@ static LLVMValueRef gv_fma(gv *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef a
 }
 
 static LLVMValueRef gv_lane(gv *x, LLVMValueRef v4, int e) {
-  return LLVMBuildExtractElement(x->b, v4, gv_i32(x, e), "");
+  return LLVMBuildExtractElement(x->b, v4, emit_ci(x->i32, e), "");
 }
 
 /* v + (v of the lane |off| above), over the f32's bits (shfl.sync.down.b32, full warp). */
 static LLVMValueRef gv_shfl_add(gv *x, LLVMValueRef v, int off) {
-  LLVMValueRef args[4] = { gv_i32(x, -1), LLVMBuildBitCast(x->b, v, x->i32, ""), gv_i32(x, off), gv_i32(x, 31) };
+  LLVMValueRef args[4] = { emit_ci(x->i32, -1), LLVMBuildBitCast(x->b, v, x->i32, ""), emit_ci(x->i32, off), emit_ci(x->i32, 31) };
   LLVMValueRef r = LLVMBuildCall2(x->b, LLVMGlobalGetValueType(x->shfl), x->shfl, args, 4, "");
   return LLVMBuildFAdd(x->b, v, LLVMBuildBitCast(x->b, r, x->f32, ""), "");
 }
@@ -117,12 +116,12 @@ static void gv_loop_begin(gv *x, gv_loop *l, int64_t n, LLVMValueRef *acc, int n
 }
 
 static void gv_loop_end(gv *x, gv_loop *l, LLVMValueRef *acc) {
-  LLVMValueRef i1 = LLVMBuildNUWAdd(x->b, l->i, gv_i64(x, 1), "");
+  LLVMValueRef i1 = LLVMBuildNUWAdd(x->b, l->i, emit_ci(x->i64, 1), "");
   LLVMBasicBlockRef last = LLVMGetInsertBlock(x->b);
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(x->c, x->fn, "kdone");
   LLVMBuildCondBr(x->b, gv_lt(x, i1, l->n), l->body, done);
   LLVMBasicBlockRef from[2] = { l->pre, last };
-  LLVMValueRef iv[2] = { gv_i64(x, 0), i1 };
+  LLVMValueRef iv[2] = { emit_ci(x->i64, 0), i1 };
   LLVMAddIncoming(l->i, iv, from, 2);
   for (int a = 0; a < l->nacc; a++) {
     LLVMValueRef v[2] = { gv_f0(x), acc[a] };
@@ -156,8 +155,8 @@ static void gv_if(gv *x, LLVMValueRef cond, LLVMBasicBlockRef skip) {
 static void gv_emit_nk(gv *x) {
   const cuda_matmul_spec *s = x->s;
   const int M = (int)s->m;
-  LLVMValueRef lane = gv_zext(x, LLVMBuildURem(x->b, x->tid, gv_i32(x, 32), "lane"));
-  LLVMValueRef warp = gv_zext(x, LLVMBuildUDiv(x->b, x->tid, gv_i32(x, 32), "warp"));
+  LLVMValueRef lane = gv_zext(x, LLVMBuildURem(x->b, x->tid, emit_ci(x->i32, 32), "lane"));
+  LLVMValueRef warp = gv_zext(x, LLVMBuildUDiv(x->b, x->tid, emit_ci(x->i32, 32), "warp"));
   LLVMValueRef n = gv_add(x, gv_mul(x, gv_zext(x, x->bx), GV_WARPS), warp);
   LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(x->c, x->fn, "out");
   gv_if(x, gv_lt(x, n, s->n), out);   /* a whole warp leaves: no shuffle misses a lane */
@@ -173,7 +172,7 @@ static void gv_emit_nk(gv *x) {
     LLVMTypeRef t = x->vec ? x->v4 : x->f32;
     LLVMValueRef bv = gv_load(x, t, x->B, gv_add(x, gv_mul(x, n, s->k), k), in);
     for (int m = 0; m < M; m++) {
-      LLVMValueRef av = gv_load(x, t, x->A, gv_add(x, gv_i64(x, (int64_t)m * s->k), k), in);
+      LLVMValueRef av = gv_load(x, t, x->A, gv_add(x, emit_ci(x->i64, (int64_t)m * s->k), k), in);
       if (!x->vec) { acc[m] = gv_fma(x, av, bv, acc[m]); continue; }
       for (int e = 0; e < 4; e++) acc[m] = gv_fma(x, gv_lane(x, av, e), gv_lane(x, bv, e), acc[m]);
     }
@@ -181,8 +180,8 @@ static void gv_emit_nk(gv *x) {
   }
   for (int off = 16; off >= 1; off /= 2)
     for (int m = 0; m < M; m++) acc[m] = gv_shfl_add(x, acc[m], off);
-  gv_if(x, LLVMBuildICmp(x->b, LLVMIntEQ, lane, gv_i64(x, 0), ""), out);
-  for (int m = 0; m < M; m++) gv_store(x, acc[m], gv_i64(x, m), n);
+  gv_if(x, LLVMBuildICmp(x->b, LLVMIntEQ, lane, emit_ci(x->i64, 0), ""), out);
+  for (int m = 0; m < M; m++) gv_store(x, acc[m], emit_ci(x->i64, m), n);
   LLVMBuildBr(x->b, out);
   LLVMPositionBuilderAtEnd(x->b, out);
 }
@@ -193,8 +192,8 @@ static void gv_emit_kn(gv *x) {
   const cuda_matmul_spec *s = x->s;
   const int M = (int)s->m, L = x->L, S = GV_THREADS / L, W = 4 * L;   /* W: columns a block */
   LLVMValueRef tid = gv_zext(x, x->tid);
-  LLVMValueRef cg = LLVMBuildURem(x->b, tid, gv_i64(x, L), "cg");
-  LLVMValueRef ks = LLVMBuildUDiv(x->b, tid, gv_i64(x, L), "ks");
+  LLVMValueRef cg = LLVMBuildURem(x->b, tid, emit_ci(x->i64, L), "cg");
+  LLVMValueRef ks = LLVMBuildUDiv(x->b, tid, emit_ci(x->i64, L), "ks");
   LLVMValueRef col0 = gv_mul(x, gv_zext(x, x->bx), W);
   LLVMValueRef col = gv_add(x, col0, gv_mul(x, cg, 4));
   LLVMValueRef acc[4 * CUDA_GEMV_MAX_M];
@@ -211,13 +210,13 @@ static void gv_emit_kn(gv *x) {
       for (int j = 0; j < 4; j++) bv[j] = gv_lane(x, v, j);
     } else {
       for (int j = 0; j < 4; j++) {
-        LLVMValueRef cj = gv_add(x, col, gv_i64(x, j));
+        LLVMValueRef cj = gv_add(x, col, emit_ci(x->i64, j));
         LLVMValueRef in = LLVMBuildAnd(x->b, kin, gv_lt(x, cj, s->n), "");
         bv[j] = gv_load(x, x->f32, x->B, gv_add(x, row, gv_min(x, cj, s->n - 1)), in);
       }
     }
     for (int m = 0; m < M; m++) {
-      LLVMValueRef av = gv_load(x, x->f32, x->A, gv_add(x, gv_i64(x, (int64_t)m * s->k), k), kin);
+      LLVMValueRef av = gv_load(x, x->f32, x->A, gv_add(x, emit_ci(x->i64, (int64_t)m * s->k), k), kin);
       for (int j = 0; j < 4; j++) acc[m * 4 + j] = gv_fma(x, av, bv[j], acc[m * 4 + j]);
     }
     gv_loop_end(x, &l, acc);
@@ -225,15 +224,15 @@ static void gv_emit_kn(gv *x) {
   for (int off = 16; off >= L; off /= 2)
     for (int a = 0; a < 4 * M; a++) acc[a] = gv_shfl_add(x, acc[a], off);
   /* lanes 0 .. L-1 of each warp: red[warp][m][4 cg + j] */
-  LLVMValueRef lane = LLVMBuildURem(x->b, tid, gv_i64(x, 32), "");
-  LLVMValueRef warp = LLVMBuildUDiv(x->b, tid, gv_i64(x, 32), "");
+  LLVMValueRef lane = LLVMBuildURem(x->b, tid, emit_ci(x->i64, 32), "");
+  LLVMValueRef warp = LLVMBuildUDiv(x->b, tid, emit_ci(x->i64, 32), "");
   LLVMBasicBlockRef synced = LLVMAppendBasicBlockInContext(x->c, x->fn, "synced");
   gv_if(x, gv_lt(x, lane, L), synced);
   LLVMTypeRef redt = LLVMGlobalGetValueType(x->red);
   for (int m = 0; m < M; m++)
     for (int j = 0; j < 4; j++) {
-      LLVMValueRef idx[2] = { gv_i64(x, 0), gv_add(x, gv_mul(x, warp, (int64_t)M * W),
-                                                   gv_add(x, gv_i64(x, (int64_t)m * W + j), gv_mul(x, cg, 4))) };
+      LLVMValueRef idx[2] = { emit_ci(x->i64, 0), gv_add(x, gv_mul(x, warp, (int64_t)M * W),
+                                                   gv_add(x, emit_ci(x->i64, (int64_t)m * W + j), gv_mul(x, cg, 4))) };
       LLVMSetAlignment(LLVMBuildStore(x->b, acc[m * 4 + j], LLVMBuildGEP2(x->b, redt, x->red, idx, 2, "")), 4);
     }
   LLVMBuildBr(x->b, synced);
@@ -241,13 +240,13 @@ static void gv_emit_kn(gv *x) {
   LLVMBuildCall2(x->b, LLVMGlobalGetValueType(x->barrier), x->barrier, NULL, 0, "");
   /* thread t < M * W: output (t / W, t % W) of the block */
   LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(x->c, x->fn, "out");
-  LLVMValueRef m = LLVMBuildUDiv(x->b, tid, gv_i64(x, W), "m"), cc = LLVMBuildURem(x->b, tid, gv_i64(x, W), "cc");
+  LLVMValueRef m = LLVMBuildUDiv(x->b, tid, emit_ci(x->i64, W), "m"), cc = LLVMBuildURem(x->b, tid, emit_ci(x->i64, W), "cc");
   LLVMValueRef c = gv_add(x, col0, cc);
   gv_if(x, LLVMBuildAnd(x->b, gv_lt(x, tid, (int64_t)M * W), gv_lt(x, c, s->n), ""), out);
   LLVMValueRef sum = NULL;
   for (int w = 0; w < GV_WARPS; w++) {
-    LLVMValueRef at = gv_add(x, gv_mul(x, m, W), gv_add(x, cc, gv_i64(x, (int64_t)w * M * W)));
-    LLVMValueRef idx[2] = { gv_i64(x, 0), at };
+    LLVMValueRef at = gv_add(x, gv_mul(x, m, W), gv_add(x, cc, emit_ci(x->i64, (int64_t)w * M * W)));
+    LLVMValueRef idx[2] = { emit_ci(x->i64, 0), at };
     LLVMValueRef v = LLVMBuildLoad2(x->b, x->f32, LLVMBuildGEP2(x->b, redt, x->red, idx, 2, ""), "");
     LLVMSetAlignment(v, 4);
     sum = sum ? LLVMBuildFAdd(x->b, sum, v, "") : v;
@@ -313,7 +312,7 @@ hj_status cuda_gemv_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_
   for (int i = 0; i < 3 + s->n_extra; i++) params[i] = gptr;
   x.fn = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(x.c), params,
                                                      (unsigned)(3 + s->n_extra), 0));
-  cuda_mark_kernel(mod, x.fn, GV_THREADS, 0);
+  emit_gpu_mark_kernel(mod, x.fn, GV_THREADS, 0);
   gv_param_attrs(&x, 0, true);
   gv_param_attrs(&x, 1, true);
   gv_param_attrs(&x, 2, false);

@@ -49,6 +49,7 @@
    same bits on every run and for every launch configuration of the same spec. */
 #include "cuda_matmul.h"
 #include "cuda_codegen.h"
+#include "../../hlojit_impl/emitters/emit.h"   /* emit_ci, emit_cf */
 #include <string.h>
 
 void cuda_matmul_spec_init(cuda_matmul_spec *s) {
@@ -81,14 +82,12 @@ typedef struct mm {
   LLVMValueRef fma, barrier;
 } mm;
 
-static LLVMValueRef mm_i32(mm *x, int64_t v) { return LLVMConstInt(x->i32, (unsigned long long)v, 1); }
-static LLVMValueRef mm_i64(mm *x, int64_t v) { return LLVMConstInt(x->i64, (unsigned long long)v, 1); }
 static LLVMValueRef mm_min(mm *x, LLVMValueRef a, int64_t hi) {   /* min(a, hi), i64 */
-  LLVMValueRef h = mm_i64(x, hi);
+  LLVMValueRef h = emit_ci(x->i64, hi);
   return LLVMBuildSelect(x->b, LLVMBuildICmp(x->b, LLVMIntSLT, a, h, ""), a, h, "");
 }
 static LLVMValueRef mm_lt(mm *x, LLVMValueRef a, int64_t hi) {
-  return LLVMBuildICmp(x->b, LLVMIntSLT, a, mm_i64(x, hi), "");
+  return LLVMBuildICmp(x->b, LLVMIntSLT, a, emit_ci(x->i64, hi), "");
 }
 static LLVMValueRef mm_zext(mm *x, LLVMValueRef v) { return LLVMBuildZExt(x->b, v, x->i64, ""); }
 static LLVMValueRef mm_gep(mm *x, LLVMValueRef base, LLVMValueRef idx) {
@@ -113,7 +112,7 @@ static LLVMValueRef mm_sreg(mm *x, const char *name, cuda_error *e) {
 static LLVMValueRef mm_load4(mm *x, LLVMValueRef base, int64_t rows, int64_t ld, LLVMValueRef r,
                              LLVMValueRef k, bool vec, bool kcheck) {
   LLVMValueRef rin = mm_lt(x, r, rows), rc = mm_min(x, r, rows - 1);
-  LLVMValueRef rowp = LLVMBuildMul(x->b, rc, mm_i64(x, ld), "");
+  LLVMValueRef rowp = LLVMBuildMul(x->b, rc, emit_ci(x->i64, ld), "");
   if (vec) {
     LLVMValueRef in = kcheck ? LLVMBuildAnd(x->b, rin, mm_lt(x, k, ld), "") : rin;
     LLVMValueRef kc = kcheck ? mm_min(x, k, ld - 4) : k;
@@ -122,12 +121,12 @@ static LLVMValueRef mm_load4(mm *x, LLVMValueRef base, int64_t rows, int64_t ld,
   }
   LLVMValueRef v = LLVMConstNull(x->v4);
   for (int e = 0; e < 4; e++) {
-    LLVMValueRef ke = LLVMBuildAdd(x->b, k, mm_i64(x, e), "");
+    LLVMValueRef ke = LLVMBuildAdd(x->b, k, emit_ci(x->i64, e), "");
     LLVMValueRef in = kcheck ? LLVMBuildAnd(x->b, rin, mm_lt(x, ke, ld), "") : rin;
     LLVMValueRef kc = kcheck ? mm_min(x, ke, ld - 1) : ke;
     LLVMValueRef p = mm_gep(x, base, LLVMBuildAdd(x->b, rowp, kc, ""));
     LLVMValueRef s = LLVMBuildSelect(x->b, in, mm_load(x, x->f32, p, 4), LLVMConstReal(x->f32, 0), "");
-    v = LLVMBuildInsertElement(x->b, v, s, mm_i32(x, e), "");
+    v = LLVMBuildInsertElement(x->b, v, s, emit_ci(x->i32, e), "");
   }
   return v;
 }
@@ -136,15 +135,15 @@ static LLVMValueRef mm_load4(mm *x, LLVMValueRef base, int64_t rows, int64_t ld,
 static LLVMValueRef mm_load4_cols(mm *x, LLVMValueRef k, LLVMValueRef col) {
   const cuda_matmul_spec *s = x->s;
   LLVMValueRef in = mm_lt(x, col, s->n), cc = mm_min(x, col, s->n - 4);
-  LLVMValueRef p = mm_gep(x, x->B, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, k, mm_i64(x, s->n), ""), cc, ""));
+  LLVMValueRef p = mm_gep(x, x->B, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, k, emit_ci(x->i64, s->n), ""), cc, ""));
   return LLVMBuildSelect(x->b, in, mm_load(x, x->v4, p, 16), LLVMConstNull(x->v4), "");
 }
 
 /* Float4 number l of this thread within a slice laid out as [outer][inner/4] float4s. */
 static void mm_split(mm *x, int l, int inner4, LLVMValueRef *outer, LLVMValueRef *inner) {
-  LLVMValueRef f = LLVMBuildAdd(x->b, x->tid, mm_i32(x, (int64_t)l * x->NT), "");
-  *outer = LLVMBuildUDiv(x->b, f, mm_i32(x, inner4), "");
-  *inner = LLVMBuildMul(x->b, LLVMBuildURem(x->b, f, mm_i32(x, inner4), ""), mm_i32(x, 4), "");
+  LLVMValueRef f = LLVMBuildAdd(x->b, x->tid, emit_ci(x->i32, (int64_t)l * x->NT), "");
+  *outer = LLVMBuildUDiv(x->b, f, emit_ci(x->i32, inner4), "");
+  *inner = LLVMBuildMul(x->b, LLVMBuildURem(x->b, f, emit_ci(x->i32, inner4), ""), emit_ci(x->i32, 4), "");
 }
 
 /* Loads the slice starting at k |k0| (i64) of A (which = 0) or B (1) into |regs|. Slices
@@ -183,15 +182,15 @@ static void mm_store_slice(mm *x, int which, LLVMValueRef buf, LLVMValueRef *reg
     if (!kmajor) {
       mm_split(x, l, x->BK / 4, &o, &in);
       for (int e = 0; e < 4; e++) {   /* element e of the float4 is k = in + e */
-        LLVMValueRef ke = LLVMBuildAdd(x->b, in, mm_i32(x, e), "");
+        LLVMValueRef ke = LLVMBuildAdd(x->b, in, emit_ci(x->i32, e), "");
         LLVMValueRef idx = LLVMBuildAdd(
-            x->b, buf, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, ke, mm_i32(x, x->row), ""), o, ""), "");
-        mm_store(x, LLVMBuildExtractElement(x->b, regs[l], mm_i32(x, e), ""), mm_gep(x, arr, idx), 4);
+            x->b, buf, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, ke, emit_ci(x->i32, x->row), ""), o, ""), "");
+        mm_store(x, LLVMBuildExtractElement(x->b, regs[l], emit_ci(x->i32, e), ""), mm_gep(x, arr, idx), 4);
       }
     } else {
       mm_split(x, l, x->T / 4, &o, &in);
       LLVMValueRef idx = LLVMBuildAdd(
-          x->b, buf, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, o, mm_i32(x, x->row), ""), in, ""), "");
+          x->b, buf, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, o, emit_ci(x->i32, x->row), ""), in, ""), "");
       mm_store(x, regs[l], mm_gep(x, arr, idx), 16);
     }
   }
@@ -199,20 +198,20 @@ static void mm_store_slice(mm *x, int which, LLVMValueRef buf, LLVMValueRef *reg
 
 /* The 8 k steps of one slice from shared buffer |buf|: acc[i*8 + j] += a[i] * b[j]. */
 static void mm_compute(mm *x, LLVMValueRef buf, LLVMValueRef *acc) {
-  LLVMValueRef a_off = LLVMBuildMul(x->b, x->ty, mm_i32(x, 4), "");
-  LLVMValueRef b_off = LLVMBuildMul(x->b, x->tx, mm_i32(x, 4), "");
+  LLVMValueRef a_off = LLVMBuildMul(x->b, x->ty, emit_ci(x->i32, 4), "");
+  LLVMValueRef b_off = LLVMBuildMul(x->b, x->tx, emit_ci(x->i32, 4), "");
   LLVMTypeRef fty = LLVMGlobalGetValueType(x->fma);
   for (int k = 0; k < x->BK; k++) {
-    LLVMValueRef kb = LLVMBuildAdd(x->b, buf, mm_i32(x, (int64_t)k * x->row), "");
+    LLVMValueRef kb = LLVMBuildAdd(x->b, buf, emit_ci(x->i32, (int64_t)k * x->row), "");
     LLVMValueRef a[8], b[8];
     for (int h = 0; h < 2; h++) {
-      LLVMValueRef ia = LLVMBuildAdd(x->b, kb, LLVMBuildAdd(x->b, a_off, mm_i32(x, h * x->half), ""), "");
-      LLVMValueRef ib = LLVMBuildAdd(x->b, kb, LLVMBuildAdd(x->b, b_off, mm_i32(x, h * x->half), ""), "");
+      LLVMValueRef ia = LLVMBuildAdd(x->b, kb, LLVMBuildAdd(x->b, a_off, emit_ci(x->i32, h * x->half), ""), "");
+      LLVMValueRef ib = LLVMBuildAdd(x->b, kb, LLVMBuildAdd(x->b, b_off, emit_ci(x->i32, h * x->half), ""), "");
       LLVMValueRef va = mm_load(x, x->v4, mm_gep(x, x->as, ia), 16);
       LLVMValueRef vb = mm_load(x, x->v4, mm_gep(x, x->bs, ib), 16);
       for (int e = 0; e < 4; e++) {
-        a[h * 4 + e] = LLVMBuildExtractElement(x->b, va, mm_i32(x, e), "");
-        b[h * 4 + e] = LLVMBuildExtractElement(x->b, vb, mm_i32(x, e), "");
+        a[h * 4 + e] = LLVMBuildExtractElement(x->b, va, emit_ci(x->i32, e), "");
+        b[h * 4 + e] = LLVMBuildExtractElement(x->b, vb, emit_ci(x->i32, e), "");
       }
     }
     for (int i = 0; i < 8; i++)
@@ -225,8 +224,8 @@ static void mm_compute(mm *x, LLVMValueRef buf, LLVMValueRef *acc) {
 
 /* Register block row i (0..7) / column j (0..7) -> row/column within the tile (i32). */
 static LLVMValueRef mm_tile_index(mm *x, LLVMValueRef t, int i) {
-  return LLVMBuildAdd(x->b, LLVMBuildMul(x->b, t, mm_i32(x, 4), ""),
-                      mm_i32(x, (i / 4) * x->half + i % 4), "");
+  return LLVMBuildAdd(x->b, LLVMBuildMul(x->b, t, emit_ci(x->i32, 4), ""),
+                      emit_ci(x->i32, (i / 4) * x->half + i % 4), "");
 }
 
 static void mm_epilogue(mm *x, LLVMValueRef *acc) {
@@ -234,7 +233,7 @@ static void mm_epilogue(mm *x, LLVMValueRef *acc) {
   for (int i = 0; i < 8; i++) {
     LLVMValueRef row = LLVMBuildAdd(x->b, x->row0, mm_zext(x, mm_tile_index(x, x->ty, i)), "");
     LLVMValueRef rin = mm_lt(x, row, s->m), rowc = mm_min(x, row, s->m - 1);
-    LLVMValueRef rowp = LLVMBuildMul(x->b, row, mm_i64(x, s->n), "");
+    LLVMValueRef rowp = LLVMBuildMul(x->b, row, emit_ci(x->i64, s->n), "");
     for (int g = 0; g < 2; g++) {
       LLVMValueRef col = LLVMBuildAdd(x->b, x->col0, mm_zext(x, mm_tile_index(x, x->tx, g * 4)), "");
       LLVMValueRef v[4];
@@ -243,13 +242,13 @@ static void mm_epilogue(mm *x, LLVMValueRef *acc) {
         if (!s->epilogue) continue;
         cuda_mm_epilogue_args ea = {
           .b = x->b, .mod = x->mod, .kernel = x->fn, .acc = v[j], .row = rowc,
-          .col = mm_min(x, LLVMBuildAdd(x->b, col, mm_i64(x, j), ""), s->n - 1), .batch = x->bz,
+          .col = mm_min(x, LLVMBuildAdd(x->b, col, emit_ci(x->i64, j), ""), s->n - 1), .batch = x->bz,
           .extra = x->extra, .n_extra = s->n_extra,
         };
         v[j] = s->epilogue(s->epilogue_user, &ea);
       }
       for (int j = 0; j < (x->vec_c ? 1 : 4); j++) {
-        LLVMValueRef cj = LLVMBuildAdd(x->b, col, mm_i64(x, j), "");
+        LLVMValueRef cj = LLVMBuildAdd(x->b, col, emit_ci(x->i64, j), "");
         LLVMValueRef in = LLVMBuildAnd(x->b, rin, mm_lt(x, cj, s->n), "");
         LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(x->c, x->fn, "store");
         LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(x->c, x->fn, "next");
@@ -258,7 +257,7 @@ static void mm_epilogue(mm *x, LLVMValueRef *acc) {
         LLVMValueRef p = mm_gep(x, x->C, LLVMBuildAdd(x->b, rowp, cj, ""));
         if (x->vec_c) {
           LLVMValueRef q = LLVMGetUndef(x->v4);
-          for (int e = 0; e < 4; e++) q = LLVMBuildInsertElement(x->b, q, v[e], mm_i32(x, e), "");
+          for (int e = 0; e < 4; e++) q = LLVMBuildInsertElement(x->b, q, v[e], emit_ci(x->i32, e), "");
           mm_store(x, q, p, 16);
         } else {
           mm_store(x, v[j], p, 4);
@@ -356,7 +355,7 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
   for (int i = 0; i < 3 + s->n_extra; i++) params[i] = x.gptr;
   x.fn = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(x.c), params,
                                                      (unsigned)(3 + s->n_extra), 0));
-  cuda_mark_kernel(mod, x.fn, x.NT, mm_min_blocks(&x));
+  emit_gpu_mark_kernel(mod, x.fn, x.NT, mm_min_blocks(&x));
   mm_param_attrs(&x, 0, true);
   mm_param_attrs(&x, 1, true);
   mm_param_attrs(&x, 2, false);
@@ -374,15 +373,15 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
   LLVMValueRef by = mm_sreg(&x, "llvm.nvvm.read.ptx.sreg.ctaid.y", e);
   LLVMValueRef bz = mm_sreg(&x, "llvm.nvvm.read.ptx.sreg.ctaid.z", e);
   if (!x.tid || !bx || !by || !bz) { LLVMDisposeBuilder(x.b); return e ? e->status : HJ_ERR_INTERNAL; }
-  x.ty = LLVMBuildUDiv(x.b, x.tid, mm_i32(&x, x.TPR), "ty");
-  x.tx = LLVMBuildURem(x.b, x.tid, mm_i32(&x, x.TPR), "tx");
+  x.ty = LLVMBuildUDiv(x.b, x.tid, emit_ci(x.i32, x.TPR), "ty");
+  x.tx = LLVMBuildURem(x.b, x.tid, emit_ci(x.i32, x.TPR), "tx");
   x.bz = mm_zext(&x, bz);
-  x.row0 = LLVMBuildMul(x.b, mm_zext(&x, by), mm_i64(&x, T), "row0");
-  x.col0 = LLVMBuildMul(x.b, mm_zext(&x, bx), mm_i64(&x, T), "col0");
+  x.row0 = LLVMBuildMul(x.b, mm_zext(&x, by), emit_ci(x.i64, T), "row0");
+  x.col0 = LLVMBuildMul(x.b, mm_zext(&x, bx), emit_ci(x.i64, T), "col0");
   LLVMValueRef bases[3] = { LLVMGetParam(x.fn, 0), LLVMGetParam(x.fn, 1), LLVMGetParam(x.fn, 2) };
   int64_t strides[3] = { s->stride_a, s->stride_b, s->stride_c };
   for (int i = 0; i < 3; i++)
-    bases[i] = mm_gep(&x, bases[i], LLVMBuildMul(x.b, x.bz, mm_i64(&x, strides[i]), ""));
+    bases[i] = mm_gep(&x, bases[i], LLVMBuildMul(x.b, x.bz, emit_ci(x.i64, strides[i]), ""));
   x.A = bases[0], x.B = bases[1], x.C = bases[2];
   for (int i = 0; i < s->n_extra; i++) x.extra[i] = LLVMGetParam(x.fn, (unsigned)(3 + i));
 
@@ -393,10 +392,10 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
   LLVMValueRef ra[4], rb[4];
   if (nk > 0) {
     /* prologue: slice 0 into buffer 0 */
-    mm_load_slice(&x, 0, mm_i64(&x, 0), ra);
-    mm_load_slice(&x, 1, mm_i64(&x, 0), rb);
-    mm_store_slice(&x, 0, mm_i32(&x, 0), ra);
-    mm_store_slice(&x, 1, mm_i32(&x, 0), rb);
+    mm_load_slice(&x, 0, emit_ci(x.i64, 0), ra);
+    mm_load_slice(&x, 1, emit_ci(x.i64, 0), rb);
+    mm_store_slice(&x, 0, emit_ci(x.i32, 0), ra);
+    mm_store_slice(&x, 1, emit_ci(x.i32, 0), rb);
     LLVMBuildCall2(x.b, bar_ty, x.barrier, NULL, 0, "");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(x.c, x.fn, "kloop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(x.c, x.fn, "kdone");
@@ -404,24 +403,24 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
     LLVMPositionBuilderAtEnd(x.b, loop);
     LLVMValueRef kt = LLVMBuildPhi(x.b, x.i32, "kt"), phis[64];
     for (int i = 0; i < 64; i++) { phis[i] = LLVMBuildPhi(x.b, x.f32, ""); acc[i] = phis[i]; }
-    LLVMValueRef cur = LLVMBuildAnd(x.b, kt, mm_i32(&x, 1), "");
-    LLVMValueRef slice = mm_i32(&x, (int64_t)x.BK * x.row);   /* floats per buffer */
+    LLVMValueRef cur = LLVMBuildAnd(x.b, kt, emit_ci(x.i32, 1), "");
+    LLVMValueRef slice = emit_ci(x.i32, (int64_t)x.BK * x.row);   /* floats per buffer */
     LLVMValueRef buf = LLVMBuildMul(x.b, cur, slice, "buf");
-    LLVMValueRef other = LLVMBuildMul(x.b, LLVMBuildXor(x.b, cur, mm_i32(&x, 1), ""), slice, "");
-    LLVMValueRef kt1 = LLVMBuildAdd(x.b, kt, mm_i32(&x, 1), "");
+    LLVMValueRef other = LLVMBuildMul(x.b, LLVMBuildXor(x.b, cur, emit_ci(x.i32, 1), ""), slice, "");
+    LLVMValueRef kt1 = LLVMBuildAdd(x.b, kt, emit_ci(x.i32, 1), "");
     /* slice kt + 1, in flight during the compute; the last iteration re-reads the last
        slice (clamped), into the buffer nobody reads again */
-    LLVMValueRef next = LLVMBuildSelect(x.b, LLVMBuildICmp(x.b, LLVMIntSLT, kt1, mm_i32(&x, nk), ""),
-                                        kt1, mm_i32(&x, nk - 1), "");
-    LLVMValueRef k0 = LLVMBuildMul(x.b, mm_zext(&x, next), mm_i64(&x, x.BK), "");
+    LLVMValueRef next = LLVMBuildSelect(x.b, LLVMBuildICmp(x.b, LLVMIntSLT, kt1, emit_ci(x.i32, nk), ""),
+                                        kt1, emit_ci(x.i32, nk - 1), "");
+    LLVMValueRef k0 = LLVMBuildMul(x.b, mm_zext(&x, next), emit_ci(x.i64, x.BK), "");
     mm_load_slice(&x, 0, k0, ra);
     mm_load_slice(&x, 1, k0, rb);
     mm_compute(&x, buf, acc);
     mm_store_slice(&x, 0, other, ra);
     mm_store_slice(&x, 1, other, rb);
     LLVMBuildCall2(x.b, bar_ty, x.barrier, NULL, 0, "");
-    LLVMBuildCondBr(x.b, LLVMBuildICmp(x.b, LLVMIntSLT, kt1, mm_i32(&x, nk), ""), loop, exit);
-    LLVMValueRef zero = mm_i32(&x, 0), fzero = LLVMConstReal(x.f32, 0);
+    LLVMBuildCondBr(x.b, LLVMBuildICmp(x.b, LLVMIntSLT, kt1, emit_ci(x.i32, nk), ""), loop, exit);
+    LLVMValueRef zero = emit_ci(x.i32, 0), fzero = LLVMConstReal(x.f32, 0);
     LLVMBasicBlockRef from[2] = { entry, loop };
     LLVMValueRef kin[2] = { zero, kt1 };
     LLVMAddIncoming(kt, kin, from, 2);

@@ -76,7 +76,7 @@ typedef struct cuda_matmul_launch {
 int cuda_matmul_choose_tile(const cuda_matmul_spec *s);
 
 /* Emits kernel |name| into |mod| (prepared with cuda_codegen_prepare_module; the kernel is
-   marked with cuda_mark_kernel). HJ_ERR_INVALID_ARG for a spec out of range, with why. */
+   marked with emit_gpu_mark_kernel). HJ_ERR_INVALID_ARG for a spec out of range, with why. */
 hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
                            cuda_matmul_launch *out, cuda_error *e);
 

@@ -543,35 +543,6 @@ static hj_tensor_t bld_unary(const char *op, hlo_opcode opc, hj_tensor_t x) {
   return hj__op_finish(g, op, hj__op_begin(g, op, opc, NULL, &a, 1));
 }
 
-#define BLD_UNARY(fn, OPC) \
-  hj_tensor_t fn(hj_tensor_t x) { return bld_unary(#fn, HLO_OP_##OPC, x); }
-BLD_UNARY(hj_abs, ABS)
-BLD_UNARY(hj_neg, NEGATE)
-BLD_UNARY(hj_exp, EXP)
-BLD_UNARY(hj_expm1, EXPM1)
-BLD_UNARY(hj_log, LOG)
-BLD_UNARY(hj_log1p, LOG1P)
-BLD_UNARY(hj_logistic, LOGISTIC)
-BLD_UNARY(hj_tanh, TANH)
-BLD_UNARY(hj_sqrt, SQRT)
-BLD_UNARY(hj_rsqrt, RSQRT)
-BLD_UNARY(hj_cbrt, CBRT)
-BLD_UNARY(hj_sin, SIN)
-BLD_UNARY(hj_cos, COS)
-BLD_UNARY(hj_tan, TAN)
-BLD_UNARY(hj_erf, ERF)
-BLD_UNARY(hj_floor, FLOOR)
-BLD_UNARY(hj_ceil, CEIL)
-BLD_UNARY(hj_round_even, ROUND_EVEN)
-BLD_UNARY(hj_round_afz, ROUND_AFZ)
-BLD_UNARY(hj_sign, SIGN)
-BLD_UNARY(hj_not, NOT)
-BLD_UNARY(hj_is_finite, IS_FINITE)
-BLD_UNARY(hj_popcnt, POPCNT)
-BLD_UNARY(hj_clz, CLZ)
-BLD_UNARY(hj_copy, COPY)
-#undef BLD_UNARY
-
 /* Binary op or compare (|dir| >= 0) with NumPy broadcasting; operands of one dtype. */
 static hj_tensor_t bld_binary(const char *op, hlo_opcode opc, hj_tensor_t a, hj_tensor_t b, int dir) {
   hj_tensor_t ts[2] = { a, b };
@@ -587,24 +558,20 @@ static hj_tensor_t bld_binary(const char *op, hlo_opcode opc, hj_tensor_t a, hj_
   return hj__op_finish(g, op, ins);
 }
 
-#define BLD_BINARY(fn, OPC) \
-  hj_tensor_t fn(hj_tensor_t a, hj_tensor_t b) { return bld_binary(#fn, HLO_OP_##OPC, a, b, -1); }
-BLD_BINARY(hj_add, ADD)
-BLD_BINARY(hj_sub, SUBTRACT)
-BLD_BINARY(hj_mul, MULTIPLY)
-BLD_BINARY(hj_div, DIVIDE)
-BLD_BINARY(hj_rem, REMAINDER)
-BLD_BINARY(hj_pow, POWER)
-BLD_BINARY(hj_max, MAXIMUM)
-BLD_BINARY(hj_min, MINIMUM)
-BLD_BINARY(hj_atan2, ATAN2)
-BLD_BINARY(hj_and, AND)
-BLD_BINARY(hj_or, OR)
-BLD_BINARY(hj_xor, XOR)
-BLD_BINARY(hj_shl, SHL)
-BLD_BINARY(hj_shr_arith, SHRA)
-BLD_BINARY(hj_shr_logical, SHRL)
-#undef BLD_BINARY
+/* hlojit.h's unary and binary ops: one function per row of the opcode table whose builder
+   column says U(hj_tan) (hj_tan(x)) or B(hj_add) (hj_add(a, b)). */
+#define BLD_U(fn) BLD_DEF_U, fn
+#define BLD_B(fn) BLD_DEF_B, fn
+#define BLD_N BLD_DEF_N, _
+#define BLD_CALL(...) BLD_CALL_(__VA_ARGS__)
+#define BLD_CALL_(def, fn, opc) def(fn, opc)
+#define BLD_DEF_U(fn, opc) hj_tensor_t fn(hj_tensor_t x) { return bld_unary(#fn, opc, x); }
+#define BLD_DEF_B(fn, opc) \
+  hj_tensor_t fn(hj_tensor_t a, hj_tensor_t b) { return bld_binary(#fn, opc, a, b, -1); }
+#define BLD_DEF_N(fn, opc)
+#define X(e, s, a, k, ty, co, em, lm, ev, bl) BLD_CALL(BLD_##bl, HLO_OP_##e)
+HLO_OPCODES(X)
+#undef X
 
 hj_tensor_t hj_compare(hj_tensor_t a, hj_tensor_t b, hj_cmp_t dir) {
   if ((unsigned)dir >= HJ_CMP_COUNT)

@@ -2,6 +2,7 @@
    (what `hlojit opt MODULE.hlo` prints). The module is rewritten in place; the pipeline
    keeps it verifying after every pass, and the values it computes bit for bit. */
 #include "api.h"
+#include "../passes/passes.h"
 #include "../runtime/runtime.h"
 
 hj_status hj_module_optimize(hj_module_t *m) {

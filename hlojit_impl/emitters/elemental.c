@@ -21,55 +21,9 @@
    which computes pred as 8-bit unsigned and stores x != 0 (add = or, multiply = and...). */
 #include "emit_internal.h"
 
-static LLVMValueRef ele_ci(LLVMTypeRef t, long long v) { return LLVMConstInt(t, (unsigned long long)v, 1); }
-static LLVMValueRef ele_cr(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
 static int ele_bits(hlo_type t) { return t == HLO_PRED ? 1 : 8 * hlo_type_size(t); }
 
 /* ---- bits, rounding, conversion ------------------------------------------------------------ */
-
-/* float -> bf16 bits, as hlo_f32_to_bf16: NaN -> (u >> 16) | 0x40, else round half to even. */
-static LLVMValueRef ele_f32_to_bf16_bits(emit_fn *f, LLVMValueRef v) {
-  emit_module *em = f->em;
-  LLVMBuilderRef b = em->b;
-  LLVMTypeRef i32 = em->t_i32;
-  LLVMValueRef u = LLVMBuildBitCast(b, v, i32, "");
-  LLVMValueRef hi = LLVMBuildLShr(b, u, ele_ci(i32, 16), "");
-  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, LLVMBuildAnd(b, u, ele_ci(i32, 0x7fffffff), ""),
-                                   ele_ci(i32, 0x7f800000), "");
-  LLVMValueRef qn = LLVMBuildOr(b, hi, ele_ci(i32, 0x40), "");
-  LLVMValueRef bias = LLVMBuildAdd(b, ele_ci(i32, 0x7fff), LLVMBuildAnd(b, hi, ele_ci(i32, 1), ""), "");
-  LLVMValueRef r = LLVMBuildLShr(b, LLVMBuildAdd(b, u, bias, ""), ele_ci(i32, 16), "");
-  return LLVMBuildTrunc(b, LLVMBuildSelect(b, nan, qn, r, ""), em->t_i16, "");
-}
-
-LLVMValueRef emitp_to_bits(emit_fn *f, hlo_type t, LLVMValueRef v) {
-  emit_module *em = f->em;
-  LLVMBuilderRef b = em->b;
-  switch (t) {
-  case HLO_PRED: return LLVMBuildZExt(b, v, em->t_i8, "");
-  case HLO_F16: return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, em->t_f16, ""), em->t_i16, "");
-  case HLO_BF16: return ele_f32_to_bf16_bits(f, v);
-  case HLO_F32: return LLVMBuildBitCast(b, v, em->t_i32, "");
-  case HLO_F64: return LLVMBuildBitCast(b, v, em->t_i64, "");
-  default: return v;
-  }
-}
-
-LLVMValueRef emitp_from_bits(emit_fn *f, hlo_type t, LLVMValueRef bits) {
-  emit_module *em = f->em;
-  LLVMBuilderRef b = em->b;
-  switch (t) {
-  case HLO_PRED: return LLVMBuildICmp(b, LLVMIntNE, bits, ele_ci(LLVMTypeOf(bits), 0), "");
-  case HLO_F16: return LLVMBuildFPExt(b, LLVMBuildBitCast(b, bits, em->t_f16, ""), em->t_f32, "");
-  case HLO_BF16: {
-    LLVMValueRef w = LLVMBuildShl(b, LLVMBuildZExt(b, bits, em->t_i32, ""), ele_ci(em->t_i32, 16), "");
-    return LLVMBuildBitCast(b, w, em->t_f32, "");
-  }
-  case HLO_F32: return LLVMBuildBitCast(b, bits, em->t_f32, "");
-  case HLO_F64: return LLVMBuildBitCast(b, bits, em->t_f64, "");
-  default: return bits;
-  }
-}
 
 LLVMValueRef emitp_round(emit_fn *f, hlo_type t, LLVMValueRef v) {
   if (t == HLO_F16 || t == HLO_BF16) return emitp_from_bits(f, t, emitp_to_bits(f, t, v));
@@ -91,8 +45,8 @@ static LLVMValueRef ele_f64_to_f16(emit_fn *f, LLVMValueRef d) {
   LLVMValueRef ad = emitp_intrinsic(f, "llvm.fabs", &t64, 1, &d, 1);
   LLVMValueRef away = LLVMBuildFCmp(b, LLVMRealOGT, ab, ad, "");
   LLVMValueRef bits = LLVMBuildBitCast(b, x, em->t_i32, "");
-  LLVMValueRef tz = LLVMBuildSelect(b, away, LLVMBuildSub(b, bits, ele_ci(em->t_i32, 1), ""), bits, "");
-  LLVMValueRef odd = LLVMBuildSelect(b, inexact, LLVMBuildOr(b, tz, ele_ci(em->t_i32, 1), ""), bits, "");
+  LLVMValueRef tz = LLVMBuildSelect(b, away, LLVMBuildSub(b, bits, emit_ci(em->t_i32, 1), ""), bits, "");
+  LLVMValueRef odd = LLVMBuildSelect(b, inexact, LLVMBuildOr(b, tz, emit_ci(em->t_i32, 1), ""), bits, "");
   return emitp_round(f, HLO_F16, LLVMBuildBitCast(b, odd, em->t_f32, ""));
 }
 
@@ -111,7 +65,7 @@ LLVMValueRef emitp_convert(emit_fn *f, LLVMValueRef v, hlo_type from, hlo_type t
       if (ft != ct) x = from == HLO_F64 ? LLVMBuildFPTrunc(b, v, ct, "") : LLVMBuildFPExt(b, v, ct, "");
       return emitp_round(f, to, x);
     }
-    if (to == HLO_PRED) return LLVMBuildFCmp(b, LLVMRealUNE, v, ele_cr(ft, 0.0), "");
+    if (to == HLO_PRED) return LLVMBuildFCmp(b, LLVMRealUNE, v, emit_cf(ft, 0.0), "");
     LLVMTypeRef tys[2] = { ct, ft };
     return emitp_intrinsic(f, ele_is_s(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", tys, 2, &v, 1);
   }
@@ -120,7 +74,7 @@ LLVMValueRef emitp_convert(emit_fn *f, LLVMValueRef v, hlo_type from, hlo_type t
     LLVMValueRef x = sfrom ? LLVMBuildSIToFP(b, v, ct, "") : LLVMBuildUIToFP(b, v, ct, "");
     return emitp_round(f, to, x);
   }
-  if (to == HLO_PRED) return LLVMBuildICmp(b, LLVMIntNE, v, ele_ci(ft, 0), "");
+  if (to == HLO_PRED) return LLVMBuildICmp(b, LLVMIntNE, v, emit_ci(ft, 0), "");
   int fb = ele_bits(from), tb = ele_bits(to);
   if (tb == fb) return v;
   if (tb < fb) return LLVMBuildTrunc(b, v, ct, "");
@@ -131,8 +85,8 @@ LLVMValueRef emitp_index_value(emit_fn *f, LLVMValueRef v, hlo_type t) {
   emit_module *em = f->em;
   LLVMBuilderRef b = em->b;
   if (t == HLO_U64) {
-    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, v, ele_ci(em->t_i64, 0), "");
-    return LLVMBuildSelect(b, neg, ele_ci(em->t_i64, INT64_MAX), v, "");
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, v, emit_ci(em->t_i64, 0), "");
+    return LLVMBuildSelect(b, neg, emit_ci(em->t_i64, INT64_MAX), v, "");
   }
   if (t == HLO_S64) return v;
   if (ele_is_s(t)) return LLVMBuildSExt(b, v, em->t_i64, "");
@@ -178,14 +132,14 @@ static LLVMValueRef ele_float(emit_fn *f, hlo_opcode op, LLVMValueRef *v) {
   case HLO_OP_ABS: return ele_fintr(f, "llvm.fabs", x);
   case HLO_OP_NEGATE: return LLVMBuildFNeg(b, x, "");
   case HLO_OP_SQRT: return ele_fintr(f, "llvm.sqrt", x);
-  case HLO_OP_RSQRT: return LLVMBuildFDiv(b, ele_cr(t, 1.0), ele_fintr(f, "llvm.sqrt", x), "");
+  case HLO_OP_RSQRT: return LLVMBuildFDiv(b, emit_cf(t, 1.0), ele_fintr(f, "llvm.sqrt", x), "");
   case HLO_OP_FLOOR: return ele_fintr(f, "llvm.floor", x);
   case HLO_OP_CEIL: return ele_fintr(f, "llvm.ceil", x);
   case HLO_OP_ROUND_EVEN: return ele_fintr(f, "llvm.roundeven", x);
   case HLO_OP_ROUND_AFZ: return ele_fintr(f, "llvm.round", x);
   case HLO_OP_SIGN: {   /* NaN stays, ±0 stays, else ±1 */
-    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealONE, x, ele_cr(t, 0.0), "");
-    LLVMValueRef one = LLVMBuildSelect(b, nz, ele_cr(t, 1.0), ele_cr(t, 0.0), "");
+    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealONE, x, emit_cf(t, 0.0), "");
+    LLVMValueRef one = LLVMBuildSelect(b, nz, emit_cf(t, 1.0), emit_cf(t, 0.0), "");
     LLVMTypeRef tys[1] = { t };
     LLVMValueRef args[2] = { one, x };
     LLVMValueRef s = emitp_intrinsic(f, "llvm.copysign", tys, 1, args, 2);
@@ -211,9 +165,9 @@ static LLVMValueRef ele_float(emit_fn *f, hlo_opcode op, LLVMValueRef *v) {
 static LLVMValueRef ele_ipow(emit_fn *f, LLVMValueRef x, LLVMValueRef y, int nb) {
   LLVMBuilderRef b = f->em->b;
   LLVMTypeRef t = LLVMTypeOf(x);
-  LLVMValueRef r = ele_ci(t, 1), base = x;
+  LLVMValueRef r = emit_ci(t, 1), base = x;
   for (int i = 0; i < nb; i++) {
-    LLVMValueRef bit = LLVMBuildTrunc(b, LLVMBuildLShr(b, y, ele_ci(t, i), ""), f->em->t_i1, "");
+    LLVMValueRef bit = LLVMBuildTrunc(b, LLVMBuildLShr(b, y, emit_ci(t, i), ""), f->em->t_i1, "");
     r = LLVMBuildSelect(b, bit, LLVMBuildMul(b, r, base, ""), r, "");
     if (i + 1 < nb) base = LLVMBuildMul(b, base, base, "");
   }
@@ -231,7 +185,7 @@ static LLVMValueRef ele_int(emit_fn *f, hlo_opcode op, bool s, int n, LLVMValueR
   LLVMBuilderRef b = f->em->b;
   LLVMValueRef x = v[0], y = v[1];
   LLVMTypeRef t = LLVMTypeOf(x);
-  LLVMValueRef zero = ele_ci(t, 0), one = ele_ci(t, 1), m1 = ele_ci(t, -1);
+  LLVMValueRef zero = emit_ci(t, 0), one = emit_ci(t, 1), m1 = emit_ci(t, -1);
   LLVMValueRef imin = LLVMConstInt(t, 1ull << (n - 1), 0);
   switch (op) {
   case HLO_OP_ABS:
@@ -281,9 +235,9 @@ static LLVMValueRef ele_int(emit_fn *f, hlo_opcode op, bool s, int n, LLVMValueR
   case HLO_OP_OR: return LLVMBuildOr(b, x, y, "");
   case HLO_OP_XOR: return LLVMBuildXor(b, x, y, "");
   case HLO_OP_SHL: case HLO_OP_SHRL: case HLO_OP_SHRA: {
-    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, ele_ci(t, n), "");
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, emit_ci(t, n), "");
     if (op == HLO_OP_SHRA)   /* >= width: the sign, which is ashr by n-1 */
-      return LLVMBuildAShr(b, x, LLVMBuildSelect(b, big, ele_ci(t, n - 1), y, ""), "");
+      return LLVMBuildAShr(b, x, LLVMBuildSelect(b, big, emit_ci(t, n - 1), y, ""), "");
     LLVMValueRef sy = LLVMBuildSelect(b, big, zero, y, "");
     LLVMValueRef r = op == HLO_OP_SHL ? LLVMBuildShl(b, x, sy, "") : LLVMBuildLShr(b, x, sy, "");
     return LLVMBuildSelect(b, big, zero, r, "");
@@ -329,8 +283,8 @@ static LLVMValueRef ele_total_key(emit_fn *f, LLVMValueRef x) {
   bool dbl = LLVMTypeOf(x) == f->em->t_f64;
   LLVMTypeRef it = dbl ? f->em->t_i64 : f->em->t_i32;
   LLVMValueRef k = LLVMBuildBitCast(b, x, it, "");
-  LLVMValueRef flip = LLVMBuildXor(b, k, dbl ? ele_ci(it, INT64_MAX) : ele_ci(it, 0x7fffffff), "");
-  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, k, ele_ci(it, 0), ""), flip, k, "");
+  LLVMValueRef flip = LLVMBuildXor(b, k, dbl ? emit_ci(it, INT64_MAX) : emit_ci(it, 0x7fffffff), "");
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, k, emit_ci(it, 0), ""), flip, k, "");
 }
 
 static LLVMValueRef ele_compare(emit_fn *f, const hlo_instr *ins, hlo_type t, LLVMValueRef x,
@@ -402,7 +356,7 @@ static LLVMValueRef ele_elementwise(emit_fn *f, const hlo_instr *ins, const hlo_
   case HLO_OP_IS_FINITE: {
     LLVMValueRef a = ele_fintr(f, "llvm.fabs", v[0]);
     LLVMTypeRef ft = LLVMTypeOf(a);
-    return LLVMBuildFCmp(b, LLVMRealOLT, a, ele_cr(ft, __builtin_inf()), "");
+    return LLVMBuildFCmp(b, LLVMRealOLT, a, emit_cf(ft, __builtin_inf()), "");
   }
   default: break;
   }

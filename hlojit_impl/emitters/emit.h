@@ -8,7 +8,7 @@
    - A *fusion* is an HLO fusion instruction; its fused computation (calls[0]) is what is
      emitted. Before the fusion pass exists, every instruction is wrapped into a single-op
      fusion (passes/wrap_fusions.c), so emitters only ever see fusions.
-   - The *hero* decides the emitter (emitter.c, emit_classify): dot -> matmul, reduce ->
+   - The *hero* decides the emitter (classify.c, emit_classify): dot -> matmul, reduce ->
      reduction, a real transpose at the root -> transpose, dynamic-update-slice whose
      operand buffer may be updated in place -> dus, sort/scatter/reduce-window/while/... ->
      runtime (no kernel: the runtime runs the evaluator or a library routine), else loop.
@@ -142,9 +142,23 @@ LLVMTypeRef emit_storage_type(emit_module *em, hlo_type t);
 LLVMTypeRef emit_compute_type(emit_module *em, hlo_type t);
 LLVMValueRef emit_load_elem(emit_fn *f, hlo_type t, LLVMValueRef base, LLVMValueRef linear);
 void emit_store_elem(emit_fn *f, hlo_type t, LLVMValueRef base, LLVMValueRef linear, LLVMValueRef v);
-LLVMValueRef emit_i64(emit_fn *f, int64_t v);
+/* LLVM constants, the one set every emitter (and the GPU matmul generators) uses:
+   emit_ci / emit_cf: |v| as a constant of integer type |t| (sign-extended) / float type
+   |t|; emit_i64 / emit_i32: of the module's i64 / i32. */
+static inline LLVMValueRef emit_ci(LLVMTypeRef t, int64_t v) {
+  return LLVMConstInt(t, (unsigned long long)v, 1);
+}
+static inline LLVMValueRef emit_cf(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+#define emit_i64(f, v) emit_ci((f)->em->t_i64, (v))
+#define emit_i32(f, v) emit_ci((f)->em->t_i32, (v))
 LLVMValueRef emit_linear_index(emit_fn *f, const hlo_shape *s, const emit_index *idx);
 void emit_delinearize(emit_fn *f, const hlo_shape *s, LLVMValueRef linear, emit_index *out);
+
+/* The index of a matmul epilogue's |root| at the dot's (b, m, n) = |bmn| (the dot's
+   [B, M, N] result is |bmn_dims|): the root's dims that are not 1 take the dot's dims that
+   are not 1, in order; the others index 0 (CPU and GPU matmul epilogues). */
+void emit_dot_root_index(emit_fn *f, const hlo_instr *root, const int64_t bmn_dims[3],
+                         const LLVMValueRef bmn[3], emit_index *idx);
 
 /* A counted loop: iv runs begin, begin+step, ... < end. Between _begin and _end the builder
    is in the body; after _end it is in the exit block. Clears the cache at both ends. */
@@ -170,7 +184,7 @@ void emit_scalar_call(emit_fn *f, const hlo_comp *c, LLVMValueRef *args, int n,
 LLVMValueRef emit_math_unary(emit_fn *f, hlo_opcode op, LLVMValueRef x);
 LLVMValueRef emit_math_binary(emit_fn *f, hlo_opcode op, LLVMValueRef a, LLVMValueRef b);
 
-/* ---- emitter.c: hero analysis and the one switch from kind to emitter ------------------- */
+/* ---- classify.c: hero analysis; emitter.c: the one switch from kind to emitter ---------- */
 typedef enum {
   EMIT_KIND_LOOP, EMIT_KIND_REDUCTION, EMIT_KIND_TRANSPOSE, EMIT_KIND_MATMUL,
   EMIT_KIND_DUS, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
@@ -200,10 +214,14 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
 /* loop.c: in-place elementwise. emit_loop_inplace_ok: |fusion| is a single-output loop
    fusion in linear mode that reads operand |operand| only at the element it writes, so
    output 0 may be given that operand's buffer (buffer assignment asks this).
-   emit_fusion_inplace: emit_fusion, except that with |inplace_operand| >= 0 output 0 is
-   that operand's buffer (the loop emitter, told so; HJ_ERR_UNSUPPORTED, nothing emitted,
-   if emit_loop_inplace_ok does not hold). */
+   emit_loop_fusion_inplace: the loop kernel with output 0 over operand |operand|
+   (HJ_ERR_UNSUPPORTED, nothing emitted, if emit_loop_inplace_ok does not hold).
+   emitter.c's emit_fusion_inplace: emit_fusion, except that with |inplace_operand| >= 0
+   output 0 is that operand's buffer (emit_loop_fusion_inplace, or the GPU's loop
+   emitter). */
 bool emit_loop_inplace_ok(const hlo_instr *fusion, int operand);
+hj_status emit_loop_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
+                                   int operand, emit_kernel *out);
 hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
                               uint64_t dus_mask, int inplace_operand, emit_kernel *out);
 
@@ -256,6 +274,14 @@ typedef struct emit_gpu_mm {       /* a request to emit_target.gpu_tiled_matmul 
   int tile;
 } emit_gpu_mm;
 
+/* gpu_kernel.c, the one place kernels are marked (the fusion kernels and the CUDA
+   backend's matmul generators): makes |fn| a kernel (PTX kernel calling convention)
+   launched with at most |max_threads| threads per block (.maxntid; 0: no bound) and meant
+   to run |min_blocks| blocks per SM at once (.minnctapersm; 0: no target), both through
+   nvvm.annotations. ptxas budgets registers from both: with .maxntid 256 alone, ptxas 13
+   for sm_90 caps the tiled matmul at 128 registers and spills; with .minnctapersm 2 it
+   fits the same 128 registers without spilling. */
+void emit_gpu_mark_kernel(LLVMModuleRef mod, LLVMValueRef fn, int max_threads, int min_blocks);
 /* gpu_emitter.c: emit_fusion / emit_fusion_inplace for a GPU target. */
 hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
                           uint64_t dus_mask, int inplace_operand, emit_kernel *out);

@@ -285,10 +285,6 @@ LLVMValueRef emitp_libcall(emit_fn *f, const char *name, LLVMValueRef *args, int
   return r;
 }
 
-LLVMValueRef emit_i64(emit_fn *f, int64_t v) {
-  return LLVMConstInt(f->em->t_i64, (unsigned long long)v, 1);
-}
-
 void emitp_zero_index(emit_fn *f, int rank, emit_index *out) {
   out->rank = rank;
   for (int d = 0; d < rank; d++) out->v[d] = emit_i64(f, 0);
@@ -300,6 +296,52 @@ LLVMValueRef emitp_undef(emit_fn *f, const hlo_shape *s) {
 }
 
 /* ---- types, loads, stores -------------------------------------------------------------------- */
+
+/* ---- element bits ------------------------------------------------------------------------------ */
+
+/* float -> bf16 bits, as hlo_f32_to_bf16: NaN -> (u >> 16) | 0x40, else round half to even. */
+static LLVMValueRef emc_f32_to_bf16_bits(emit_fn *f, LLVMValueRef v) {
+  emit_module *em = f->em;
+  LLVMBuilderRef b = em->b;
+  LLVMTypeRef i32 = em->t_i32;
+  LLVMValueRef u = LLVMBuildBitCast(b, v, i32, "");
+  LLVMValueRef hi = LLVMBuildLShr(b, u, emit_ci(i32, 16), "");
+  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, LLVMBuildAnd(b, u, emit_ci(i32, 0x7fffffff), ""),
+                                   emit_ci(i32, 0x7f800000), "");
+  LLVMValueRef qn = LLVMBuildOr(b, hi, emit_ci(i32, 0x40), "");
+  LLVMValueRef bias = LLVMBuildAdd(b, emit_ci(i32, 0x7fff), LLVMBuildAnd(b, hi, emit_ci(i32, 1), ""), "");
+  LLVMValueRef r = LLVMBuildLShr(b, LLVMBuildAdd(b, u, bias, ""), emit_ci(i32, 16), "");
+  return LLVMBuildTrunc(b, LLVMBuildSelect(b, nan, qn, r, ""), em->t_i16, "");
+}
+
+LLVMValueRef emitp_to_bits(emit_fn *f, hlo_type t, LLVMValueRef v) {
+  emit_module *em = f->em;
+  LLVMBuilderRef b = em->b;
+  switch (t) {
+  case HLO_PRED: return LLVMBuildZExt(b, v, em->t_i8, "");
+  case HLO_F16: return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, em->t_f16, ""), em->t_i16, "");
+  case HLO_BF16: return emc_f32_to_bf16_bits(f, v);
+  case HLO_F32: return LLVMBuildBitCast(b, v, em->t_i32, "");
+  case HLO_F64: return LLVMBuildBitCast(b, v, em->t_i64, "");
+  default: return v;
+  }
+}
+
+LLVMValueRef emitp_from_bits(emit_fn *f, hlo_type t, LLVMValueRef bits) {
+  emit_module *em = f->em;
+  LLVMBuilderRef b = em->b;
+  switch (t) {
+  case HLO_PRED: return LLVMBuildICmp(b, LLVMIntNE, bits, emit_ci(LLVMTypeOf(bits), 0), "");
+  case HLO_F16: return LLVMBuildFPExt(b, LLVMBuildBitCast(b, bits, em->t_f16, ""), em->t_f32, "");
+  case HLO_BF16: {
+    LLVMValueRef w = LLVMBuildShl(b, LLVMBuildZExt(b, bits, em->t_i32, ""), emit_ci(em->t_i32, 16), "");
+    return LLVMBuildBitCast(b, w, em->t_f32, "");
+  }
+  case HLO_F32: return LLVMBuildBitCast(b, bits, em->t_f32, "");
+  case HLO_F64: return LLVMBuildBitCast(b, bits, em->t_f64, "");
+  default: return bits;
+  }
+}
 
 LLVMTypeRef emit_storage_type(emit_module *em, hlo_type t) {
   switch (t) {
@@ -445,4 +487,26 @@ void emit_loop_end(emit_fn *f, emit_loop *l) {
       emitp_cache_pop(f, i);
       break;
     }
+}
+
+/* Deletes the functions added to |mod| after |last| (NULL: all of them). */
+void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
+  LLVMValueRef fn = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(mod);
+  LLVMValueRef *dead = NULL;
+  for (; fn; fn = LLVMGetNextFunction(fn)) arrput(dead, fn);
+  for (ptrdiff_t i = 0; i < arrlen(dead); i++)
+    LLVMReplaceAllUsesWith(dead[i], LLVMGetPoison(LLVMTypeOf(dead[i])));
+  for (ptrdiff_t i = 0; i < arrlen(dead); i++) LLVMDeleteFunction(dead[i]);
+  arrfree(dead);
+}
+
+void emit_dot_root_index(emit_fn *f, const hlo_instr *root, const int64_t bmn_dims[3],
+                         const LLVMValueRef bmn[3], emit_index *idx) {
+  LLVMValueRef nt[3];
+  int nnt = 0;
+  for (int d = 0; d < 3; d++)
+    if (bmn_dims[d] != 1) nt[nnt++] = bmn[d];
+  *idx = (emit_index){ .rank = root->shape.rank };
+  for (int d = 0, k = 0; d < root->shape.rank; d++)
+    idx->v[d] = root->shape.dims[d] == 1 || k >= nnt ? emit_i64(f, 0) : nt[k++];
 }

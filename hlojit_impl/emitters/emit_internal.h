@@ -1,5 +1,5 @@
 /* emit_internal.h — private glue between the core emitter files (emit_core.c, elemental.c,
-   elemental_index.c, emit_math.c, loop.c, emitter.c). Not for the hero emitters written by
+   elemental_index.c, emit_math.c, classify.c, loop.c, dus.c, emitter.c). Not for the hero emitters written by
    others: they use emit.h only. Every name here starts with emitp_.
 
    The cache (emit_fn.cache) holds three kinds of entries, in an stb_ds array used as a stack:
@@ -57,9 +57,6 @@ LLVMValueRef emitp_round(emit_fn *f, hlo_type t, LLVMValueRef v);
 LLVMValueRef emitp_convert(emit_fn *f, LLVMValueRef v, hlo_type from, hlo_type to);
 /* An integer compute value of type |t| as i64, like hlo_evo_load_index (u64 saturates). */
 LLVMValueRef emitp_index_value(emit_fn *f, LLVMValueRef v, hlo_type t);
-/* Raw storage bits of a compute value (iN, N = 8 * size) and back. */
-LLVMValueRef emitp_to_bits(emit_fn *f, hlo_type t, LLVMValueRef v);
-LLVMValueRef emitp_from_bits(emit_fn *f, hlo_type t, LLVMValueRef bits);
 /* Operand |k| of |ins| at |idx|: the same index, or index 0 for a one-element operand. */
 LLVMValueRef emitp_operand(emit_fn *f, const hlo_instr *ins, int k, const emit_index *idx);
 
@@ -75,11 +72,17 @@ LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_
 /* The start every kernel ABI (CPU and GPU) shares: |f| zeroed for |fusion| in |em|, which
    must have a fused computation, at most 64 operands and 1..64 output leaves. */
 hj_status emitp_fn_init(emit_fn *f, emit_module *em, const hlo_instr *fusion);
+/* Raw storage bits of a compute value (iN, N = 8 * size) and back. */
+LLVMValueRef emitp_to_bits(emit_fn *f, hlo_type t, LLVMValueRef v);
+LLVMValueRef emitp_from_bits(emit_fn *f, hlo_type t, LLVMValueRef bits);
+/* Deletes the functions added to |mod| after |last| (NULL: all of them), uses first
+   replaced by poison, so that a module a failed emitter left half-written verifies. */
+void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last);
 
 /* ---- emit_math.c ----------------------------------------------------------------------- */
 bool emitp_math_handles(hlo_opcode op);            /* emit_math_unary/_binary take |op| */
 
-/* ---- loop.c ------------------------------------------------------------------------------ */
+/* ---- classify.c -------------------------------------------------------------------------- */
 /* The root leaves of fused computation |c| (depth first through root tuples), at most |max|;
    -1 when there are more or a leaf is not an array instruction. */
 int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max);
@@ -113,9 +116,5 @@ void emitp_dus_starts(emit_fn *f, const hlo_instr *dus, LLVMValueRef *start);
 void emitp_dus_store(emit_fn *f, const emitp_dus_leaf *L, int j, const LLVMValueRef *start,
                      const emit_index *idx, LLVMValueRef lin);
 
-/* ---- emitter.c --------------------------------------------------------------------------- */
-/* Deletes the functions added to |mod| after |last| (NULL: all of them), uses first
-   replaced by poison, so that a module a failed emitter left half-written verifies. */
-void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last);
 
 #endif

@@ -258,37 +258,11 @@ static LLVMValueRef emm_erf(emm_cx *c, LLVMValueRef x) {
 
 /* ---- entry points ------------------------------------------------------------------------- */
 
-bool emitp_math_handles(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P: case HLO_OP_LOGISTIC:
-  case HLO_OP_TANH: case HLO_OP_ERF: case HLO_OP_SIN: case HLO_OP_COS: case HLO_OP_TAN:
-  case HLO_OP_CBRT: case HLO_OP_POWER: case HLO_OP_ATAN2:
-    return true;
-  default: return false;
-  }
-}
-
-static const char *emm_libm_name(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_EXP: return "exp";
-  case HLO_OP_EXPM1: return "expm1";
-  case HLO_OP_LOG: return "log";
-  case HLO_OP_LOG1P: return "log1p";
-  case HLO_OP_TANH: return "tanh";
-  case HLO_OP_ERF: return "erf";
-  case HLO_OP_SIN: return "sin";
-  case HLO_OP_COS: return "cos";
-  case HLO_OP_TAN: return "tan";
-  case HLO_OP_CBRT: return "cbrt";
-  case HLO_OP_POWER: return "pow";
-  case HLO_OP_ATAN2: return "atan2";
-  default: return NULL;
-  }
-}
+bool emitp_math_handles(hlo_opcode op) { return hlo_opcode_cost(op) == HLO_COST_MATH; }
 
 static LLVMValueRef emm_libm(emit_fn *f, hlo_opcode op, bool dbl, LLVMValueRef *args, int n) {
   char name[32];
-  snprintf(name, sizeof name, "%s%s", emm_libm_name(op), dbl ? "" : "f");
+  snprintf(name, sizeof name, "%s%s", hlo_opcode_libm(op), dbl ? "" : "f");
   return emitp_libcall(f, name, args, n);
 }
 
@@ -302,7 +276,7 @@ LLVMValueRef emit_math_unary(emit_fn *f, hlo_opcode op, LLVMValueRef x) {
       LLVMValueRef na = LLVMBuildFNeg(c.b, emm_intr1(&c, "llvm.fabs", x), "");
       return emm_logistic_with(&c, x, emm_libm(f, HLO_OP_EXP, true, &na, 1));
     }
-    if (!emm_libm_name(op) || hlo_opcode_kind(op) != HLO_KIND_UNARY) {
+    if (!hlo_opcode_libm(op) || hlo_opcode_kind(op) != HLO_KIND_UNARY) {
       emit_fail(f, HJ_ERR_INTERNAL, "emit_math_unary: no math for '%s'", hlo_opcode_name(op));
       return LLVMGetUndef(c.t);
     }

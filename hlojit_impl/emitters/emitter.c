@@ -1,187 +1,12 @@
-/* emitter.c — hero analysis (which emitter a fusion needs) and emit_fusion, the one switch
-   from kind to emitter.
-
-   Classification of a fusion's computation, first rule that applies:
-     1. an op that no kernel emits (sort, scatter, reduce-window, while, conditional, call,
-        a nested fusion, tuple-typed parameters) -> RUNTIME, hero = that op;
-     2. a dot -> MATMUL, hero = the dot (epilogues around it are the matmul emitter's);
-     3. from each root leaf, walk towards the operands through "epilogue" ops — elementwise
-        ops, converts, bitcasts, reshapes, copies, broadcasts of scalars (a binary op is
-        followed through its one operand that is not a scalar, constant or broadcast):
-          a dynamic-update-slice at the root (through bitcasts) when the runtime updates
-          its operand in place (a bit of |dus_mask|), or a dynamic-update-slice among
-          root leaves of different element counts (a sibling fusion's leftovers, which
-          the loop emitter does not take) -> DUS (dus.c);
-          a reduce -> REDUCTION;
-        or a reduce reached through elementwise ops, reshapes and a broadcast back to its
-        input's shape that re-expands exactly its reduced dims (row normalisation:
-        softmax, layer norm; the reduction emitter computes the reduce once per row)
-          -> REDUCTION;
-          a transpose that moves the minor dim (size-1 dims ignored) with both minor dims
-          >= 16 -> TRANSPOSE;
-     4. otherwise LOOP.
-   Example: fusion { p = f32[64,128] parameter(0); r = f32[64] reduce(p, 0), dims={1};
-   ROOT c = bf16[64] convert(r) }: the walk from c goes convert -> reduce: REDUCTION with
-   hero r, and the reduction emitter makes the convert its epilogue.
+/* emitter.c — the one switch from a fusion's kind (classify.c) to its emitter:
+   emit_fusion, and emit_fusion_inplace for a loop kernel whose output 0 overwrites an
+   operand. A GPU target's fusions go to gpu_emitter.c's switch instead.
 
    emit_fusion: when the reduction or transpose emitter says HJ_ERR_UNSUPPORTED (not built
    yet, or a case it does not take), the loop emitter does the fusion instead (a reduce
    becomes a nested loop per output element: slower, same bits as the evaluator). Every
    function a failed emitter left in the module is deleted first, so the module verifies. */
 #include "emit_internal.h"
-
-const char *emit_kind_name(emit_kind k) {
-  static const char *names[EMIT_KIND_COUNT] = { "loop", "reduction", "transpose", "matmul",
-                                                "dus", "runtime" };
-  return (unsigned)k < EMIT_KIND_COUNT ? names[k] : "?";
-}
-
-static bool emr_runtime_op(const hlo_instr *ins) {
-  switch (ins->op) {
-  case HLO_OP_SORT: case HLO_OP_SCATTER: case HLO_OP_REDUCE_WINDOW: case HLO_OP_WHILE:
-  case HLO_OP_CONDITIONAL: case HLO_OP_CALL: case HLO_OP_FUSION:
-    return true;
-  case HLO_OP_PARAMETER: return !hlo_shape_is_array(&ins->shape);
-  default: return false;
-  }
-}
-
-/* A value that costs nothing per element: a scalar, a constant, a broadcast of either. */
-static bool emr_cheap(const hlo_instr *ins) {
-  while (ins->op == HLO_OP_BROADCAST || ins->op == HLO_OP_RESHAPE || ins->op == HLO_OP_BITCAST ||
-         ins->op == HLO_OP_CONVERT)
-    ins = ins->operands[0];
-  return ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_IOTA ||
-         (hlo_shape_is_array(&ins->shape) && hlo_shape_numel(&ins->shape) == 1);
-}
-
-/* Follows epilogue ops from |r| to the instruction that decides the emitter. */
-static const hlo_instr *emr_walk(const hlo_instr *r) {
-  for (int depth = 0; depth < 256; depth++) {
-    hlo_elem_op e;
-    if (r->op == HLO_OP_BITCAST || r->op == HLO_OP_RESHAPE || r->op == HLO_OP_COPY ||
-        (r->op == HLO_OP_BROADCAST && r->noperands == 1) || r->op == HLO_OP_OPT_BARRIER) {
-      if (r->op == HLO_OP_BROADCAST && hlo_shape_numel(&r->operands[0]->shape) == 1) return r;
-      r = r->operands[0];
-      continue;
-    }
-    if (!hlo_elem_op_of(r, &e)) return r;
-    const hlo_instr *next = NULL;
-    int heavy = 0;
-    for (int k = 0; k < r->noperands; k++)
-      if (!emr_cheap(r->operands[k])) { next = r->operands[k]; heavy++; }
-    if (heavy != 1) return r;
-    r = next;
-  }
-  return r;
-}
-
-/* A transpose whose minor dim moves, both minor dims >= 16 (size-1 dims ignored). */
-static bool emr_real_transpose(const hlo_instr *t) {
-  const hlo_shape *os = &t->operands[0]->shape;
-  if (t->dims.n != os->rank) return false;
-  int last_in = -1, last_out = -1;
-  for (int d = 0; d < os->rank; d++) if (os->dims[d] != 1) last_in = d;
-  for (int i = 0; i < t->shape.rank; i++) if (t->shape.dims[i] != 1) last_out = i;
-  if (last_in < 0 || last_out < 0 || t->dims.v[last_out] == last_in) return false;
-  return os->dims[last_in] >= 16 && t->shape.dims[last_out] >= 16;
-}
-
-/* Row normalisation (passes/fusion.c: softmax, layer norm): broadcast |bc| re-expands
-   exactly the reduced dims of |red| (size-1 dims ignored) back to its input's shape. */
-static bool emr_reexpands(const hlo_instr *bc, const hlo_instr *red) {
-  const hlo_shape *s = &bc->shape, *os = &bc->operands[0]->shape;
-  if (bc->dims.n != os->rank || !hlo_same_dims(s, &red->operands[0]->shape)) return false;
-  for (int d = 0; d < s->rank; d++) {
-    bool kept = false;
-    for (int i = 0; i < bc->dims.n; i++) kept |= bc->dims.v[i] == d && os->dims[i] != 1;
-    if (s->dims[d] != 1 && kept == hlo_ints_has(red->dims, d)) return false;
-  }
-  return true;
-}
-
-/* A reduce reached from |r| through elementwise ops, reshapes, bitcasts, copies,
-   get-tuple-elements (variadic reduces) and broadcasts, the first broadcast re-expanding
-   its reduced dims; NULL if none. The reduction emitter proves the rest (every read at
-   the row's own index) or refuses. */
-static const hlo_instr *emr_row_norm(const hlo_instr *r, const hlo_instr *bc, const hlo_instr ***seen) {
-  for (ptrdiff_t i = 0; i < arrlen(*seen); i++)
-    if ((*seen)[i] == r) return NULL;
-  arrput(*seen, r);
-  hlo_elem_op e;
-  if (r->op == HLO_OP_REDUCE) return bc && emr_reexpands(bc, r) ? r : NULL;
-  if (r->op == HLO_OP_BROADCAST && r->noperands == 1 && !bc) bc = r;
-  else if (r->op != HLO_OP_BROADCAST && r->op != HLO_OP_RESHAPE && r->op != HLO_OP_BITCAST &&
-           r->op != HLO_OP_COPY && r->op != HLO_OP_GET_TUPLE_ELEMENT && !hlo_elem_op_of(r, &e))
-    return NULL;
-  const hlo_instr *red = NULL;
-  for (int k = 0; k < r->noperands && !red; k++) red = emr_row_norm(r->operands[k], bc, seen);
-  return red;
-}
-
-emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_instr **hero) {
-  *hero = fusion;
-  if (!fusion || fusion->op != HLO_OP_FUSION || fusion->ncalls < 1 || !fusion->calls[0])
-    return EMIT_KIND_RUNTIME;
-  const hlo_comp *c = fusion->calls[0];
-  const hlo_instr *dot = NULL;
-  for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
-    const hlo_instr *ins = c->instrs[i];
-    if (emr_runtime_op(ins)) {
-      *hero = ins;
-      return EMIT_KIND_RUNTIME;
-    }
-    if (ins->op == HLO_OP_DOT && !dot) dot = ins;
-  }
-  if (dot) {
-    *hero = dot;
-    return EMIT_KIND_MATMUL;
-  }
-  const hlo_instr *roots[64];
-  int n = emitp_roots(c, roots, 64);
-  if (n < 0) {
-    *hero = c->root;
-    return EMIT_KIND_RUNTIME;
-  }
-  const hlo_instr *red = NULL, *tr = NULL, *dus = NULL;
-  bool mixed = false;   /* root leaves of different element counts */
-  for (int k = 0; k < n; k++) {
-    const hlo_instr *r = roots[k];
-    while (r->op == HLO_OP_BITCAST || r->op == HLO_OP_RESHAPE) r = r->operands[0];
-    if (r->op == HLO_OP_DYNAMIC_UPDATE_SLICE && !dus) dus = r;
-    if (hlo_shape_numel(&roots[k]->shape) != hlo_shape_numel(&roots[0]->shape)) mixed = true;
-    const hlo_instr *h = emr_walk(roots[k]);
-    if (h->op == HLO_OP_REDUCE && !red) red = h;
-    if (h->op == HLO_OP_TRANSPOSE && !tr && emr_real_transpose(h)) tr = h;
-  }
-  if (dus_mask) {
-    hlo_dus_root dr[64];
-    int nl = hlo_fusion_dus_roots(fusion, dr, 64);
-    for (int j = 0; j < nl; j++)
-      if (dus_mask >> j & 1 && dr[j].dus) { *hero = dr[j].dus; return EMIT_KIND_DUS; }
-  }
-  if (dus && mixed) { *hero = dus; return EMIT_KIND_DUS; }
-  for (int k = 0; k < n && !red; k++) {   /* row normalisation: softmax, layer norm */
-    const hlo_instr **seen = NULL;
-    red = emr_row_norm(roots[k], NULL, &seen);
-    arrfree(seen);
-  }
-  if (red) { *hero = red; return EMIT_KIND_REDUCTION; }
-  if (tr) { *hero = tr; return EMIT_KIND_TRANSPOSE; }
-  *hero = c->root;
-  return EMIT_KIND_LOOP;
-}
-
-/* Deletes the functions added to |mod| after |last| (NULL: all of them). */
-void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
-  LLVMValueRef fn = last ? LLVMGetNextFunction(last) : LLVMGetFirstFunction(mod);
-  LLVMValueRef *dead = NULL;
-  for (; fn; fn = LLVMGetNextFunction(fn)) arrput(dead, fn);
-  for (ptrdiff_t i = 0; i < arrlen(dead); i++)
-    LLVMReplaceAllUsesWith(dead[i], LLVMGetPoison(LLVMTypeOf(dead[i])));
-  for (ptrdiff_t i = 0; i < arrlen(dead); i++) LLVMDeleteFunction(dead[i]);
-  arrfree(dead);
-}
 
 hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name,
                       uint64_t dus_mask, emit_kernel *out) {
@@ -213,4 +38,11 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
   }
   if (st != HJ_OK) emitp_drop_after(em->mod, last);   /* out->matmul: the failed emitter's */
   return st;
+}
+
+hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
+                              uint64_t dus_mask, int inplace_operand, emit_kernel *out) {
+  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_mask, inplace_operand, out);
+  if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_mask, out);
+  return emit_loop_fusion_inplace(em, fusion, name, dus_mask ? -1 : inplace_operand, out);
 }

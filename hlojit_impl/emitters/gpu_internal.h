@@ -27,8 +27,6 @@ hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
 hj_status emitg_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *name,
                                      const hlo_instr *fusion, uint64_t alias_params,
                                      uint64_t alias_outs, int max_threads);
-/* The PTX kernel calling convention and launch bounds on |fn| (nvvm.annotations). */
-void emitg_mark_kernel(emit_module *em, LLVMValueRef fn, int max_threads, int min_blocks);
 /* %tid.x, %ntid.x, %ctaid.x, ... ("tid.x", "ctaid.y") as i32; and as i64. */
 LLVMValueRef emitg_sreg(emit_fn *f, const char *which);
 LLVMValueRef emitg_sreg64(emit_fn *f, const char *which);
@@ -48,7 +46,6 @@ LLVMValueRef emitg_shfl_down(emit_fn *f, LLVMValueRef v, int delta);
 typedef struct emitg_region { LLVMBasicBlockRef body, after; } emitg_region;
 void emitg_if_begin(emit_fn *f, emitg_region *r, LLVMValueRef cond, const char *name);
 void emitg_if_end(emit_fn *f, emitg_region *r);
-LLVMValueRef emitg_i32(emit_fn *f, int64_t v);
 /* The element size in bytes that |fusion| moves at most (operands and output leaves). */
 int emitg_max_elem_bytes(const hlo_instr *fusion);
 /* Fills the launch of |out| for a 1-D grid of |threads| threads in blocks of |block|. */

@@ -21,20 +21,21 @@ static void emg_attr(emit_module *em, LLVMValueRef fn, unsigned at, const char *
 }
 
 /* !{ptr @fn, !"key", i32 value} in nvvm.annotations: what LLVM 19 reads launch bounds from */
-static void emg_annotate(emit_module *em, LLVMValueRef fn, const char *key, int value) {
+static void emg_annotate(LLVMModuleRef mod, LLVMValueRef fn, const char *key, int value) {
+  LLVMContextRef c = LLVMGetModuleContext(mod);
   LLVMMetadataRef ops[3] = {
     LLVMValueAsMetadata(fn),
-    LLVMMDStringInContext2(em->llctx, key, strlen(key)),
-    LLVMValueAsMetadata(LLVMConstInt(em->t_i32, (unsigned)value, 0)),
+    LLVMMDStringInContext2(c, key, strlen(key)),
+    LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned)value, 0)),
   };
-  LLVMAddNamedMetadataOperand(em->mod, "nvvm.annotations",
-                              LLVMMetadataAsValue(em->llctx, LLVMMDNodeInContext2(em->llctx, ops, 3)));
+  LLVMAddNamedMetadataOperand(mod, "nvvm.annotations",
+                              LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, ops, 3)));
 }
 
-void emitg_mark_kernel(emit_module *em, LLVMValueRef fn, int max_threads, int min_blocks) {
+void emit_gpu_mark_kernel(LLVMModuleRef mod, LLVMValueRef fn, int max_threads, int min_blocks) {
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  if (max_threads > 0) emg_annotate(em, fn, "maxntidx", max_threads);
-  if (min_blocks > 0) emg_annotate(em, fn, "minctasm", min_blocks);
+  if (max_threads > 0) emg_annotate(mod, fn, "maxntidx", max_threads);   /* .maxntid */
+  if (min_blocks > 0) emg_annotate(mod, fn, "minctasm", min_blocks);     /* .minnctapersm */
 }
 
 hj_status emitg_kernel_begin(emit_fn *f, emit_module *em, const char *name,
@@ -65,16 +66,12 @@ hj_status emitg_kernel_begin_aliased(emit_fn *f, emit_module *em, const char *na
     emg_attr(em, fn, (unsigned)k + 1, "nocapture", 0);
     emg_attr(em, fn, (unsigned)k + 1, "align", 16);
   }
-  emitg_mark_kernel(em, fn, max_threads, 0);
+  emit_gpu_mark_kernel(em->mod, fn, max_threads, 0);
   f->fn = fn;
   for (int k = 0; k < f->nparams; k++) f->params[k] = LLVMGetParam(fn, (unsigned)k);
   for (int k = 0; k < f->nouts; k++) f->outs[k] = LLVMGetParam(fn, (unsigned)(f->nparams + k));
   LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->llctx, fn, "entry"));
   return HJ_OK;
-}
-
-LLVMValueRef emitg_i32(emit_fn *f, int64_t v) {
-  return LLVMConstInt(f->em->t_i32, (unsigned long long)v, 1);
 }
 
 LLVMValueRef emitg_sreg(emit_fn *f, const char *which) {
@@ -115,7 +112,7 @@ void emitg_barrier(emit_fn *f) { emitp_intrinsic(f, "llvm.nvvm.barrier0", NULL, 
 /* ---- shuffles ------------------------------------------------------------------------------ */
 
 static LLVMValueRef emg_shfl32(emit_fn *f, bool down, LLVMValueRef v, LLVMValueRef lane) {
-  LLVMValueRef args[4] = { emitg_i32(f, -1), v, lane, emitg_i32(f, 31) };
+  LLVMValueRef args[4] = { emit_i32(f, -1), v, lane, emit_i32(f, 31) };
   return emitp_intrinsic(f, down ? "llvm.nvvm.shfl.sync.down.i32" : "llvm.nvvm.shfl.sync.idx.i32",
                          NULL, 0, args, 4);
 }
@@ -145,7 +142,7 @@ static LLVMValueRef emg_shfl(emit_fn *f, bool down, LLVMValueRef v, LLVMValueRef
 
 LLVMValueRef emitg_shfl_idx(emit_fn *f, LLVMValueRef v, LLVMValueRef src) { return emg_shfl(f, false, v, src); }
 LLVMValueRef emitg_shfl_down(emit_fn *f, LLVMValueRef v, int delta) {
-  return emg_shfl(f, true, v, emitg_i32(f, delta));
+  return emg_shfl(f, true, v, emit_i32(f, delta));
 }
 
 /* ---- regions ------------------------------------------------------------------------------- */

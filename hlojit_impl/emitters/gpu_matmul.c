@@ -36,13 +36,9 @@ static LLVMValueRef gmm_root_at(emit_fn *f, const gmm_ctx *c, LLVMValueRef acc, 
                                 LLVMValueRef row, LLVMValueRef col) {
   const hlo_instr *root = f->comp->root;
   int64_t dims[3] = { c->p->B, c->p->M, c->p->N };
-  LLVMValueRef bmn[3] = { batch, row, col }, nt[3];
-  int nnt = 0;
-  for (int d = 0; d < 3; d++)
-    if (dims[d] != 1) nt[nnt++] = bmn[d];
-  emit_index idx = { .rank = root->shape.rank };
-  for (int d = 0, k = 0; d < root->shape.rank; d++)
-    idx.v[d] = root->shape.dims[d] == 1 || k >= nnt ? emit_i64(f, 0) : nt[k++];
+  LLVMValueRef bmn[3] = { batch, row, col };
+  emit_index idx;
+  emit_dot_root_index(f, root, dims, bmn, &idx);
   f->override_ins = c->dot;
   f->override_val = acc;
   return emit_elemental(f, root, &idx);

@@ -245,7 +245,7 @@ static void grd_row_hero(grd *g, int hi) {
   LLVMValueRef lane32 = LLVMBuildTrunc(b, LLVMBuildURem(b, g->lane, emit_i64(f, EMITG_WARP), ""), em->t_i32, "");
   if (g->W == EMITG_WARP) {
     LLVMValueRef rv = grd_with_init(g, h, acc, valid);
-    g->hv[hi][0] = emitg_shfl_idx(f, rv, emitg_i32(f, 0));
+    g->hv[hi][0] = emitg_shfl_idx(f, rv, emit_i32(f, 0));
     (void)lane32;
     return;
   }
@@ -259,7 +259,7 @@ static void grd_row_hero(grd *g, int hi) {
   snprintf(nm, sizeof nm, "pvalid%d", hi);
   LLVMValueRef pval = emitg_shared(f, em->t_i8, (uint64_t)nw, nm);
   emitg_region rg;
-  emitg_if_begin(f, &rg, LLVMBuildICmp(b, LLVMIntEQ, lane32, emitg_i32(f, 0), ""), "wlead");
+  emitg_if_begin(f, &rg, LLVMBuildICmp(b, LLVMIntEQ, lane32, emit_i32(f, 0), ""), "wlead");
   LLVMBuildStore(b, bit ? LLVMBuildZExt(b, acc, mt, "") : acc, emitg_shared_ptr(f, mt, part, g->warp));
   LLVMBuildStore(b, LLVMBuildZExt(b, valid, em->t_i8, ""), emitg_shared_ptr(f, em->t_i8, pval, g->warp));
   emitg_if_end(f, &rg);
@@ -275,7 +275,7 @@ static void grd_row_hero(grd *g, int hi) {
   grd_warp_tree(g, h, &a2, &v2);
   LLVMValueRef rv = grd_with_init(g, h, a2, v2);
   emitg_region r0;
-  emitg_if_begin(f, &r0, LLVMBuildICmp(b, LLVMIntEQ, lane32, emitg_i32(f, 0), ""), "bcast");
+  emitg_if_begin(f, &r0, LLVMBuildICmp(b, LLVMIntEQ, lane32, emit_i32(f, 0), ""), "bcast");
   LLVMBuildStore(b, bit ? LLVMBuildZExt(b, rv, mt, "") : rv, emitg_shared_ptr(f, mt, part, emit_i64(f, nw)));
   emitg_if_end(f, &r0);
   emitg_if_end(f, &rg);

@@ -23,7 +23,7 @@
    dimensions={1,0}; ROOT e = f32[128,64] exponential(t) }: row mode, parallel_n = 128,
    grain = 256; row r, element j: idx (r, j), t reads p0 at (j, r) = linear j*128 + r.
 
-   In place (emit_fusion_inplace): output 0 may be the buffer of operand k when the fusion
+   In place (emit_loop_fusion_inplace, through emitter.c's emit_fusion_inplace): output 0 may be the buffer of operand k when the fusion
    has one output, is in linear mode, and every path from the root to parameter k goes
    through ops that read their operands at their own index with the output's element count
    (elementwise ops, reshapes, default-layout bitcasts): element i of parameter k is then
@@ -32,44 +32,6 @@
    output pointer itself, so LLVM sees a dependence of distance 0 and vectorises without a
    runtime alias check. */
 #include "emit_internal.h"
-
-int emitp_roots(const hlo_comp *c, const hlo_instr **roots, int max) {
-  const hlo_instr *stack[64];
-  int sp = 0, n = 0;
-  if (!c->root) return -1;
-  stack[sp++] = c->root;
-  while (sp > 0) {
-    const hlo_instr *r = stack[--sp];
-    if (r->op == HLO_OP_TUPLE) {
-      if (sp + r->noperands > 64) return -1;
-      for (int k = r->noperands - 1; k >= 0; k--) stack[sp++] = r->operands[k];
-      continue;
-    }
-    if (n >= max) return -1;
-    roots[n++] = r;
-  }
-  return n;
-}
-
-int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max) {
-  const hlo_instr *roots[64];
-  int n = emitp_roots(c, roots, 64), m = 0;
-  for (int k = 0; k < n; k++) {
-    const hlo_instr *r = roots[k];
-    if (hlo_shape_is_array(&r->shape)) {
-      if (m >= max) return -1;
-      out[m++] = (emitp_leaf){ r, -1, &r->shape };
-    } else if (r->op == HLO_OP_REDUCE && r->shape.type == HLO_TUPLE) {
-      for (int e = 0; e < r->shape.ntuple; e++) {
-        if (m >= max || !hlo_shape_is_array(&r->shape.tuple[e])) return -1;
-        out[m++] = (emitp_leaf){ r, e, &r->shape.tuple[e] };
-      }
-    } else {
-      return -1;
-    }
-  }
-  return n < 0 ? -1 : m;
-}
 
 /* |ins| (with the output's element count) reads every parameter at its own linear index.
    A fused computation is a DAG whose nodes may be shared (v_i = v_{i-1} + v_{i-2}): the
@@ -266,21 +228,19 @@ hj_status emit_loop_fusion(emit_module *em, const hlo_instr *fusion, const char 
   return elp_emit(em, fusion, name, -1, out);
 }
 
-hj_status emit_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
-                              uint64_t dus_mask, int inplace_operand, emit_kernel *out) {
-  if (em->target.gpu) return emit_gpu_fusion(em, fusion, name, dus_mask, inplace_operand, out);
-  if (inplace_operand < 0) return emit_fusion(em, fusion, name, dus_mask, out);
+hj_status emit_loop_fusion_inplace(emit_module *em, const hlo_instr *fusion, const char *name,
+                                   int operand, emit_kernel *out) {
   const hlo_instr *hero = NULL;
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
   out->kind = EMIT_KIND_LOOP;
-  if (dus_mask || emit_classify(fusion, 0, &hero) != EMIT_KIND_LOOP ||
-      !emit_loop_inplace_ok(fusion, inplace_operand))
+  if (operand < 0 || emit_classify(fusion, 0, &hero) != EMIT_KIND_LOOP ||
+      !emit_loop_inplace_ok(fusion, operand))
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': output 0 over operand %d needs a "
                    "linear loop fusion reading it at its own index",
-                   fusion && fusion->name ? fusion->name : "?", inplace_operand);
+                   fusion && fusion->name ? fusion->name : "?", operand);
   LLVMValueRef last = LLVMGetLastFunction(em->mod);
-  hj_status st = elp_emit(em, fusion, name, inplace_operand, out);
+  hj_status st = elp_emit(em, fusion, name, operand, out);
   if (st != HJ_OK) emitp_drop_after(em->mod, last);   /* so the module verifies */
   return st;
 }

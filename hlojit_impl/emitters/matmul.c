@@ -52,24 +52,24 @@ static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
   LLVMBasicBlockRef add = LLVMAppendBasicBlockInContext(em->llctx, fn, "add");
   LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(em->llctx, fn, "put");
   LLVMValueRef zero = LLVMConstNull(vt);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, kc, emx_i64(em, 0), ""), loop, done);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, kc, emit_ci(em->t_i64, 0), ""), loop, done);
 
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, "k"), acc[EMM_MAX_ACC], nxt[EMM_MAX_ACC];
   for (int i = 0; i < nacc; i++) acc[i] = LLVMBuildPhi(b, vt, "");
   LLVMValueRef bv[8];
-  LLVMValueRef boff = LLVMBuildMul(b, k, emx_i64(em, nr), "");
+  LLVMValueRef boff = LLVMBuildMul(b, k, emit_ci(em->t_i64, nr), "");
   for (int v = 0; v < nv; v++)
-    bv[v] = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, boff, emx_i64(em, v * vw), ""), bf16), bf16);
-  LLVMValueRef aoff = LLVMBuildMul(b, k, emx_i64(em, mr), "");
+    bv[v] = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, boff, emit_ci(em->t_i64, v * vw), ""), bf16), bf16);
+  LLVMValueRef aoff = LLVMBuildMul(b, k, emit_ci(em->t_i64, mr), "");
   for (int i = 0; i < rows; i++) {
-    LLVMValueRef as = emx_load(em, em->t_f32, emx_gep(em, pa, LLVMBuildAdd(b, aoff, emx_i64(em, i), "")));
+    LLVMValueRef as = emx_load(em, em->t_f32, emx_gep(em, pa, LLVMBuildAdd(b, aoff, emit_ci(em->t_i64, i), "")));
     LLVMValueRef av = emx_splat(em, as, vw);
     for (int v = 0; v < nv; v++) nxt[i * nv + v] = emx_fma(em, av, bv[v], acc[i * nv + v]);
   }
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 1), "");
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emit_ci(em->t_i64, 1), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, kc, ""), loop, done);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emit_ci(em->t_i64, 0), k1 }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
   for (int i = 0; i < nacc; i++)
     LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
 
@@ -80,13 +80,13 @@ static void emx_emit_ukr(emit_module *em, const char *name, int rows, int mr, in
     fin[i] = LLVMBuildPhi(b, vt, "");
     LLVMAddIncoming(fin[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ entry, loop }, 2);
   }
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, accum, emx_i64(em, 0), ""), add, put);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, accum, emit_ci(em->t_i64, 0), ""), add, put);
   for (int pass = 0; pass < 2; pass++) {
     LLVMPositionBuilderAtEnd(b, pass ? add : put);
     for (int i = 0; i < rows; i++) {
-      LLVMValueRef row = LLVMBuildMul(b, ldc, emx_i64(em, i), "");
+      LLVMValueRef row = LLVMBuildMul(b, ldc, emit_ci(em->t_i64, i), "");
       for (int v = 0; v < nv; v++) {
-        LLVMValueRef p = emx_gep(em, pc, LLVMBuildAdd(b, row, emx_i64(em, v * vw), ""));
+        LLVMValueRef p = emx_gep(em, pc, LLVMBuildAdd(b, row, emit_ci(em->t_i64, v * vw), ""));
         LLVMValueRef x = fin[i * nv + v];
         if (pass) x = LLVMBuildFAdd(b, x, emx_load(em, vt, p), "");
         emx_store(em, x, p);
@@ -203,22 +203,18 @@ static hj_status emx_emit_epilogue(emit_module *em, const hlo_instr *fusion, con
   if (st) return st;
   LLVMBuilderRef b = em->b;
   const hlo_instr *root = f.comp->root;
-  LLVMValueRef row = LLVMBuildSDiv(b, f.begin, emx_i64(em, p->N), "row");
-  LLVMValueRef rowbase = LLVMBuildMul(b, row, emx_i64(em, p->N), "");
-  LLVMValueRef bi = LLVMBuildSDiv(b, row, emx_i64(em, p->M), "b");
-  LLVMValueRef mi = LLVMBuildSub(b, row, LLVMBuildMul(b, bi, emx_i64(em, p->M), ""), "m");
+  LLVMValueRef row = LLVMBuildSDiv(b, f.begin, emit_ci(em->t_i64, p->N), "row");
+  LLVMValueRef rowbase = LLVMBuildMul(b, row, emit_ci(em->t_i64, p->N), "");
+  LLVMValueRef bi = LLVMBuildSDiv(b, row, emit_ci(em->t_i64, p->M), "b");
+  LLVMValueRef mi = LLVMBuildSub(b, row, LLVMBuildMul(b, bi, emit_ci(em->t_i64, p->M), ""), "m");
   emit_loop l;
   emit_loop_begin(&f, &l, f.begin, f.end, 1, "epi");
   LLVMValueRef nj = LLVMBuildSub(b, l.iv, rowbase, "n");
   /* the dot's (b, m, n) -> the root's index: its non-size-1 dims take them in order */
   int64_t bmn_dims[3] = { p->B, p->M, p->N };
-  LLVMValueRef bmn[3] = { bi, mi, nj }, nt[3];
-  int nnt = 0;
-  for (int d = 0; d < 3; d++)
-    if (bmn_dims[d] != 1) nt[nnt++] = bmn[d];
-  emit_index idx = { .rank = root->shape.rank };
-  for (int d = 0, k = 0; d < root->shape.rank; d++)
-    idx.v[d] = root->shape.dims[d] == 1 ? emx_i64(em, 0) : nt[k++];
+  LLVMValueRef bmn[3] = { bi, mi, nj };
+  emit_index idx;
+  emit_dot_root_index(&f, root, bmn_dims, bmn, &idx);
   f.override_ins = dot;
   f.override_val = emit_load_elem(&f, HLO_F32, f.outs[0], l.iv);
   LLVMValueRef v = emit_elemental(&f, root, &idx);

@@ -20,7 +20,7 @@ static LLVMValueRef emx_step_loop(emit_module *em, LLVMValueRef fn, LLVMValueRef
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, head);
   LLVMValueRef j = LLVMBuildPhi(b, em->t_i64, "j");
-  LLVMValueRef jn = LLVMBuildAdd(b, j, emx_i64(em, step), "");
+  LLVMValueRef jn = LLVMBuildAdd(b, j, emit_ci(em->t_i64, step), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, jn, n, ""), bodyb, exit);
   LLVMPositionBuilderAtEnd(b, bodyb);
   body(em, fn, args, j, arg);
@@ -91,16 +91,16 @@ static void emx_gemv_rows(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LLV
   bool bf16 = arg >> 16;
   LLVMValueRef c[1 + 2 * EMM_GEMV_ROWS] = { a[2] };   /* y, row pointers, splat x */
   for (int r = 0; r < rows; r++) {
-    LLVMValueRef kr = LLVMBuildAdd(b, k, emx_i64(em, r), "");
+    LLVMValueRef kr = LLVMBuildAdd(b, k, emit_ci(em->t_i64, r), "");
     c[1 + r] = emx_gep_b(em, a[1], LLVMBuildMul(b, kr, a[3], ""), bf16);
     c[1 + EMM_GEMV_ROWS + r] = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, a[0], kr)), vw);
   }
   for (int r = rows; r < EMM_GEMV_ROWS; r++) c[1 + r] = c[1], c[1 + EMM_GEMV_ROWS + r] = c[1 + EMM_GEMV_ROWS];
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), a[4], vw, emx_gemv_cols, c, rows | bf16 << 8);
+  LLVMValueRef j = emx_step_loop(em, fn, emit_ci(em->t_i64, 0), a[4], vw, emx_gemv_cols, c, rows | bf16 << 8);
   /* the last n % vw columns, if any */
   LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(em->llctx, fn, "gtail");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(em->llctx, fn, "gnext");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, a[5], emx_i64(em, 0), ""), tail, next);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, a[5], emit_ci(em->t_i64, 0), ""), tail, next);
   LLVMPositionBuilderAtEnd(b, tail);
   LLVMTypeRef vt = LLVMVectorType(em->t_f32, (unsigned)vw);
   LLVMValueRef rem = LLVMBuildTrunc(b, a[5], em->t_i32, "");
@@ -123,12 +123,12 @@ void emm_emit_gemv(emit_module *em, const char *name, int vw, int R, bool bf16) 
   LLVMBuilderRef b = em->b;
   LLVMValueRef fn = emx_fn_begin(em, name, vw);
   LLVMValueRef K = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 5);
-  LLVMValueRef rem = LLVMBuildSRem(b, n, emx_i64(em, vw), "");
+  LLVMValueRef rem = LLVMBuildSRem(b, n, emit_ci(em->t_i64, vw), "");
   LLVMValueRef lanes[16];
   for (int i = 0; i < vw; i++) lanes[i] = LLVMConstInt(em->t_i32, (unsigned long long)i, 0);
   LLVMValueRef a[7] = { LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), LLVMGetParam(fn, 4),
                         LLVMBuildSub(b, n, rem, ""), rem, LLVMConstVector(lanes, (unsigned)vw) };
-  LLVMValueRef k = emx_step_loop(em, fn, emx_i64(em, 0), K, R, emx_gemv_rows, a, bf16 << 16 | R << 8 | vw);
+  LLVMValueRef k = emx_step_loop(em, fn, emit_ci(em->t_i64, 0), K, R, emx_gemv_rows, a, bf16 << 16 | R << 8 | vw);
   if (R > 4) k = emx_step_loop(em, fn, k, K, 4, emx_gemv_rows, a, bf16 << 16 | 4 << 8 | vw);   /* a row alone reads slowly */
   emx_step_loop(em, fn, k, K, 1, emx_gemv_rows, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(b);
@@ -162,11 +162,11 @@ static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, L
   int nacc = G * nv;
   LLVMValueRef acc0[EMM_MAX_ACC], acc[EMM_MAX_ACC], base[8], ypt[EMM_MAX_ACC];
   for (int g = 0; g < G; g++) {
-    LLVMValueRef qg = LLVMBuildAdd(b, q, emx_i64(em, g), "");
+    LLVMValueRef qg = LLVMBuildAdd(b, q, emit_ci(em->t_i64, g), "");
     base[g] = emx_gep_b(em, pb, LLVMBuildMul(b, qg, ps, ""), bf16);
     for (int v = 0; v < nv; v++) {
-      ypt[g * nv + v] = emx_gep(em, py, LLVMBuildAdd(b, LLVMBuildMul(b, qg, emx_i64(em, nr), ""),
-                                                     emx_i64(em, (int64_t)v * vw), ""));
+      ypt[g * nv + v] = emx_gep(em, py, LLVMBuildAdd(b, LLVMBuildMul(b, qg, emit_ci(em->t_i64, nr), ""),
+                                                     emit_ci(em->t_i64, (int64_t)v * vw), ""));
       acc0[g * nv + v] = emx_load(em, vt, ypt[g * nv + v]);
     }
   }
@@ -181,16 +181,16 @@ static void emx_gemvp_group(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, L
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k, kc, ""), body, done);
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef xs = emx_splat(em, emx_load(em, em->t_f32, emx_gep(em, x, k)), vw), nxt[EMM_MAX_ACC];
-  LLVMValueRef row = LLVMBuildMul(b, k, emx_i64(em, nr), "");
+  LLVMValueRef row = LLVMBuildMul(b, k, emit_ci(em->t_i64, nr), "");
   for (int g = 0; g < G; g++)
     for (int v = 0; v < nv; v++) {
-      LLVMValueRef off = LLVMBuildAdd(b, row, emx_i64(em, (int64_t)v * vw), "");
+      LLVMValueRef off = LLVMBuildAdd(b, row, emit_ci(em->t_i64, (int64_t)v * vw), "");
       nxt[g * nv + v] = emx_fma(em, xs, emx_load_b(em, vt, emx_gep_b(em, base[g], off, bf16), bf16), acc[g * nv + v]);
     }
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 1), "");
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emit_ci(em->t_i64, 1), "");
   LLVMBasicBlockRef last = LLVMGetInsertBlock(b);
   LLVMBuildBr(b, head);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, last }, 2);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emit_ci(em->t_i64, 0), k1 }, (LLVMBasicBlockRef[]){ pre, last }, 2);
   for (int i = 0; i < nacc; i++)
     LLVMAddIncoming(acc[i], (LLVMValueRef[]){ acc0[i], nxt[i] }, (LLVMBasicBlockRef[]){ pre, last }, 2);
   LLVMPositionBuilderAtEnd(b, done);
@@ -204,7 +204,7 @@ void emm_emit_gemvp(emit_module *em, const char *name, int vw, int nr, bool bf16
                         LLVMGetParam(fn, 4) };
   LLVMValueRef npan = LLVMGetParam(fn, 5);
   int arg = bf16 << 24 | nv << 16 | vw;
-  LLVMValueRef q = emx_step_loop(em, fn, emx_i64(em, 0), npan, G, emx_gemvp_group, a, arg | G << 8);
+  LLVMValueRef q = emx_step_loop(em, fn, emit_ci(em->t_i64, 0), npan, G, emx_gemvp_group, a, arg | G << 8);
   if (G > 1) emx_step_loop(em, fn, q, npan, 1, emx_gemvp_group, a, arg | 1 << 8);
   LLVMBuildRetVoid(em->b);
 }
@@ -243,27 +243,27 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMValueRef K = a[0], x = a[1], pb = a[2], ldb = a[3], py = a[4];
   LLVMValueRef base[8];
   for (int r = 0; r < rows; r++)
-    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emx_i64(em, r), ""), ldb, "");
-  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emx_i64(em, 2 * vw), ""), emx_i64(em, 2 * vw), "");
+    base[r] = LLVMBuildMul(b, LLVMBuildAdd(b, j, emit_ci(em->t_i64, r), ""), ldb, "");
+  LLVMValueRef K2 = LLVMBuildMul(b, LLVMBuildSDiv(b, K, emit_ci(em->t_i64, 2 * vw), ""), emit_ci(em->t_i64, 2 * vw), "");
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(em->llctx, fn, "tk");
   LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(em->llctx, fn, "tout");
   LLVMValueRef zero = LLVMConstNull(vt);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emx_i64(em, 0), ""), loop, out);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, K2, emit_ci(em->t_i64, 0), ""), loop, out);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef k = LLVMBuildPhi(b, em->t_i64, ""), acc[16], nxt[16];
   for (int i = 0; i < 2 * rows; i++) acc[i] = LLVMBuildPhi(b, vt, "");
   for (int u = 0; u < 2; u++) {
-    LLVMValueRef ku = LLVMBuildAdd(b, k, emx_i64(em, u * vw), "");
+    LLVMValueRef ku = LLVMBuildAdd(b, k, emit_ci(em->t_i64, u * vw), "");
     LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, ku));
     for (int r = 0; r < rows; r++) {
       LLVMValueRef bv = emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], ku, ""), bf16), bf16);
       nxt[2 * r + u] = emx_fma(em, xv, bv, acc[2 * r + u]);
     }
   }
-  LLVMValueRef k1 = LLVMBuildAdd(b, k, emx_i64(em, 2 * vw), "");
+  LLVMValueRef k1 = LLVMBuildAdd(b, k, emit_ci(em->t_i64, 2 * vw), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k1, K2, ""), loop, out);
-  LLVMAddIncoming(k, (LLVMValueRef[]){ emx_i64(em, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
+  LLVMAddIncoming(k, (LLVMValueRef[]){ emit_ci(em->t_i64, 0), k1 }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
   for (int i = 0; i < 2 * rows; i++)
     LLVMAddIncoming(acc[i], (LLVMValueRef[]){ zero, nxt[i] }, (LLVMBasicBlockRef[]){ pre, loop }, 2);
   LLVMPositionBuilderAtEnd(b, out);
@@ -277,14 +277,14 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(em->llctx, fn, "t1");
   LLVMBasicBlockRef red = LLVMAppendBasicBlockInContext(em->llctx, fn, "tred");
   LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
-  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emx_i64(em, vw), ""), K, "");
+  LLVMValueRef has1 = LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, K2, emit_ci(em->t_i64, vw), ""), K, "");
   LLVMBuildCondBr(b, has1, one, red);
   LLVMPositionBuilderAtEnd(b, one);
   LLVMValueRef s1[8];
   LLVMValueRef xv = emx_load(em, vt, emx_gep(em, x, K2));
   for (int r = 0; r < rows; r++)
     s1[r] = emx_fma(em, xv, emx_load_b(em, vt, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], K2, ""), bf16), bf16), s[r]);
-  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emx_i64(em, vw), "");
+  LLVMValueRef K2v = LLVMBuildAdd(b, K2, emit_ci(em->t_i64, vw), "");
   LLVMBuildBr(b, red);
   LLVMPositionBuilderAtEnd(b, red);
   LLVMValueRef kt = LLVMBuildPhi(b, em->t_i64, "");
@@ -306,7 +306,7 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
   LLVMValueRef xs = emx_load(em, em->t_f32, emx_gep(em, x, kk));
   for (int r = 0; r < rows; r++)
     nt[r] = emx_fma(em, xs, emx_load_b(em, em->t_f32, emx_gep_b(em, pb, LLVMBuildAdd(b, base[r], kk, ""), bf16), bf16), ph[r]);
-  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emx_i64(em, 1), "");
+  LLVMValueRef kk1 = LLVMBuildAdd(b, kk, emit_ci(em->t_i64, 1), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kk1, K, ""), tl, fin);
   LLVMAddIncoming(kk, (LLVMValueRef[]){ kt, kk1 }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
   for (int r = 0; r < rows; r++)
@@ -318,7 +318,7 @@ static void emx_gemvt_body(emit_module *em, LLVMValueRef fn, LLVMValueRef *a, LL
     LLVMAddIncoming(f[r], (LLVMValueRef[]){ tot[r], nt[r] }, (LLVMBasicBlockRef[]){ pre2, tl }, 2);
   }
   for (int r = 0; r < rows; r++)
-    emx_store(em, f[r], emx_gep(em, py, LLVMBuildAdd(b, j, emx_i64(em, r), "")));
+    emx_store(em, f[r], emx_gep(em, py, LLVMBuildAdd(b, j, emit_ci(em->t_i64, r), "")));
 }
 
 void emm_emit_gemvt(emit_module *em, const char *name, int rows, int vw, bool bf16) {
@@ -326,7 +326,7 @@ void emm_emit_gemvt(emit_module *em, const char *name, int rows, int vw, bool bf
   LLVMValueRef a[5] = { LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
                         LLVMGetParam(fn, 4), LLVMGetParam(fn, 3) };
   LLVMValueRef n = LLVMGetParam(fn, 5);
-  LLVMValueRef j = emx_step_loop(em, fn, emx_i64(em, 0), n, rows, emx_gemvt_body, a,
+  LLVMValueRef j = emx_step_loop(em, fn, emit_ci(em->t_i64, 0), n, rows, emx_gemvt_body, a,
                                  bf16 << 16 | rows << 8 | vw);
   emx_step_loop(em, fn, j, n, 1, emx_gemvt_body, a, bf16 << 16 | 1 << 8 | vw);
   LLVMBuildRetVoid(em->b);

@@ -9,9 +9,6 @@
 
 #define EMM_MAX_ACC 32   /* the most vector accumulators of a kernel (array sizes) */
 
-static inline LLVMValueRef emx_i64(emit_module *em, int64_t v) {
-  return LLVMConstInt(em->t_i64, (unsigned long long)v, 1);
-}
 
 static inline LLVMValueRef emx_gep(emit_module *em, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildGEP2(em->b, em->t_f32, base, &off, 1, "");

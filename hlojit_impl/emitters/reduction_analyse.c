@@ -297,16 +297,8 @@ static hj_status red_check_reads(emit_module *em, const hlo_instr *fusion, red_p
 
 /* ---- the stash ---------------------------------------------------------------------------- */
 
-static bool red_costly(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P:
-  case HLO_OP_LOGISTIC: case HLO_OP_TANH: case HLO_OP_CBRT: case HLO_OP_SIN: case HLO_OP_COS:
-  case HLO_OP_TAN: case HLO_OP_ERF: case HLO_OP_POWER: case HLO_OP_ATAN2:
-    return true;
-  default:
-    return false;
-  }
-}
+/* Worth storing once per element: a transcendental (the opcode table's MATH cost). */
+static bool red_costly(hlo_opcode op) { return hlo_opcode_cost(op) == HLO_COST_MATH; }
 
 /* From |ins| down (not into the heroes, whose row values are overridden): *id gets what is
    reached through elementwise ops of |dims| only (read at the element itself), *far what

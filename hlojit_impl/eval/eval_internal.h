@@ -60,7 +60,11 @@ hj_status hlo_evo_err(hj_ctx_t *ctx, const hlo_instr *ins, const char *fmt, ...)
 #define HLO_EVO_MAX_N 32
 hj_status hlo_evo_combine(hj_ctx_t *ctx, const hlo_comp *c, int n, hlo_literal *const *acc,
                           int64_t ai, hlo_literal *const *x, int64_t xi);
-/* eval_gather.c / eval_reduce.c: fill the preallocated result |r| (shape ins->shape). */
+/* A structural op's evaluation into the preallocated result |r| (shape ins->shape, not
+   empty): the signature of the opcode table's eval column (eval_ops.c's dispatch). The
+   ones in eval_gather.c, eval_reduce.c and eval_sprog.c (dot, sort): */
+typedef hj_status hlo_eval_op_fn(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
+                                 hlo_literal *r);
 hj_status hlo_eval_gather(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_scatter(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_reduce(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);

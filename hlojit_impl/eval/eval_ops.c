@@ -155,7 +155,7 @@ static hj_status evo_same_type(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_li
 
 /* ---- index-only ops ------------------------------------------------------------------------ */
 
-static hj_status evo_iota(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *r) {
+static hj_status evo_iota(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r) {
   const hlo_shape *s = &r->shape;
   int64_t dim = ins->index;
   if (s->rank == 0 || dim < 0 || dim >= s->rank)
@@ -170,8 +170,9 @@ static hj_status evo_iota(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *r) {
   return HJ_OK;
 }
 
-static hj_status evo_broadcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_broadcast(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                                hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   const hlo_shape *os = &o->shape, *rs = &r->shape;
   if (ins->dims.n != os->rank)
     return hlo_evo_err(ctx, ins, "%d dimensions for an operand of rank %d", ins->dims.n, os->rank);
@@ -190,8 +191,9 @@ static hj_status evo_broadcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_li
 }
 
 /* reshape: row-major reinterpretation, so the bytes are unchanged. */
-static hj_status evo_reshape(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_reshape(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                              hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   if (hlo_shape_numel(&o->shape) != hlo_shape_numel(&r->shape))
     return hlo_evo_err(ctx, ins, "element counts differ");
   memcpy(r->data, o->data, (size_t)hlo_shape_bytes(&r->shape));
@@ -200,8 +202,9 @@ static hj_status evo_reshape(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
 
 /* The layouts that count are the IR's (the operand instruction's and ins->shape): an
    evaluated operand literal (a user's input, say) may carry only the default layout. */
-static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                              hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   const hlo_shape *os = &o->shape, *rs = &ins->shape, *is = &ins->operands[0]->shape;
   if (hlo_shape_compatible(is, os)) os = is;
   if (!hlo_shape_compatible(rs, &r->shape)) rs = &r->shape;
@@ -214,7 +217,7 @@ static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
   if (!hlo_shape_layout_strides(os, ophys) || !hlo_shape_layout_strides(rs, rphys))
     return hlo_evo_err(ctx, ins, "layout is not a permutation of the dims");
   if (hlo_shape_layout_is_default(os) && hlo_shape_layout_is_default(rs))
-    return evo_reshape(ctx, ins, o, r);
+    return evo_reshape(ctx, ins, ops, r);
   int64_t nbytes = hlo_shape_bytes(rs);
   uint8_t *phys = hlo_ev_alloc(ctx, (size_t)(nbytes ? nbytes : 1), 1, false);
   if (!phys) return hj__err(ctx, HJ_ERR_OOM, "op 'bitcast': out of memory");
@@ -226,8 +229,9 @@ static hj_status evo_bitcast(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_lite
   return HJ_OK;
 }
 
-static hj_status evo_transpose(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_transpose(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                                hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   const hlo_shape *os = &o->shape, *rs = &r->shape;
   if (ins->dims.n != os->rank || rs->rank != os->rank)
     return hlo_evo_err(ctx, ins, "permutation of %d dims for rank %d", ins->dims.n, os->rank);
@@ -246,8 +250,9 @@ static hj_status evo_transpose(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_li
   return HJ_OK;
 }
 
-static hj_status evo_slice(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_slice(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                            hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   const hlo_shape *os = &o->shape, *rs = &r->shape;
   int n = os->rank;
   if (ins->slice_start.n != n || ins->slice_limit.n != n || rs->rank != n ||
@@ -390,8 +395,9 @@ static hj_status evo_pad(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const
   return HJ_OK;
 }
 
-static hj_status evo_reverse(hj_ctx_t *ctx, const hlo_instr *ins, const hlo_literal *o,
+static hj_status evo_reverse(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                              hlo_literal *r) {
+  const hlo_literal *o = ops[0];
   const hlo_shape *os = &o->shape;
   if (!hlo_shape_compatible(os, &r->shape)) return hlo_evo_err(ctx, ins, "result differs from operand");
   int64_t ost[HLO_MAX_RANK], sst[HLO_MAX_RANK], off = 0;
@@ -428,55 +434,34 @@ static bool evo_arity_ok(const hlo_instr *ins) {
   }
 }
 
+/* The opcode table's eval column: the function of each structural op. */
+static hlo_eval_op_fn *const evo_fns[HLO_OP_COUNT] = {
+#define X(e, s, a, k, ty, co, em, lm, ev, bl) [HLO_OP_##e] = ev,
+  HLO_OPCODES(X)
+#undef X
+};
+
 static hj_status evo_dispatch(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                               hlo_literal *r) {
-  const hlo_literal *o = ins->noperands ? ops[0] : NULL;
-  hj_status st = HJ_OK;
   switch (ins->op) {
-  case HLO_OP_IOTA: return evo_iota(ctx, ins, r);
   case HLO_OP_RESHAPE: case HLO_OP_BROADCAST: case HLO_OP_TRANSPOSE: case HLO_OP_SLICE:
   case HLO_OP_REVERSE: case HLO_OP_DYNAMIC_SLICE: case HLO_OP_DYNAMIC_UPDATE_SLICE:
-  case HLO_OP_PAD:
-    st = evo_same_type(ctx, ins, r, o);
+  case HLO_OP_PAD: {
+    hj_status st = evo_same_type(ctx, ins, r, ops[0]);
     if (st) return st;
     break;
+  }
   default: break;
   }
-  switch (ins->op) {
-  case HLO_OP_BROADCAST: return evo_broadcast(ctx, ins, o, r);
-  case HLO_OP_RESHAPE: return evo_reshape(ctx, ins, o, r);
-  case HLO_OP_BITCAST: return evo_bitcast(ctx, ins, o, r);
-  case HLO_OP_TRANSPOSE: return evo_transpose(ctx, ins, o, r);
-  case HLO_OP_SLICE: return evo_slice(ctx, ins, o, r);
-  case HLO_OP_DYNAMIC_SLICE: return evo_dynamic_slice(ctx, ins, ops, r);
-  case HLO_OP_DYNAMIC_UPDATE_SLICE: return evo_dynamic_update_slice(ctx, ins, ops, r);
-  case HLO_OP_CONCATENATE: return evo_concatenate(ctx, ins, ops, r);
-  case HLO_OP_PAD: return evo_pad(ctx, ins, ops, r);
-  case HLO_OP_REVERSE: return evo_reverse(ctx, ins, o, r);
-  case HLO_OP_GATHER: return hlo_eval_gather(ctx, ins, ops, r);
-  case HLO_OP_SCATTER: return hlo_eval_scatter(ctx, ins, ops, r);
-  case HLO_OP_REDUCE: return hlo_eval_reduce(ctx, ins, ops, r);
-  case HLO_OP_REDUCE_WINDOW: return hlo_eval_reduce_window(ctx, ins, ops, r);
-  case HLO_OP_SORT: return hlo_eval_sort(ctx, ins, ops, r);
-  case HLO_OP_DOT: return hlo_eval_dot(ctx, ins, ops, r);
-  default: return hj__err(ctx, HJ_ERR_INTERNAL, "eval_ops: no case for '%s'", hlo_opcode_name(ins->op));
-  }
+  return evo_fns[ins->op](ctx, ins, ops, r);
 }
 
 hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                               hlo_literal **out) {
   *out = NULL;
-  switch (ins->op) {
-  case HLO_OP_IOTA: case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_BITCAST:
-  case HLO_OP_TRANSPOSE: case HLO_OP_SLICE: case HLO_OP_DYNAMIC_SLICE:
-  case HLO_OP_DYNAMIC_UPDATE_SLICE: case HLO_OP_CONCATENATE: case HLO_OP_PAD:
-  case HLO_OP_REVERSE: case HLO_OP_GATHER: case HLO_OP_SCATTER: case HLO_OP_REDUCE:
-  case HLO_OP_REDUCE_WINDOW: case HLO_OP_SORT: case HLO_OP_DOT:
-    break;
-  default:
+  if ((unsigned)ins->op >= HLO_OP_COUNT || !evo_fns[ins->op])
     return hj__err(ctx, HJ_ERR_UNSUPPORTED, "evaluator: '%s' is not a structural op",
                    hlo_opcode_name(ins->op));
-  }
   if (!evo_arity_ok(ins)) return hlo_evo_err(ctx, ins, "wrong number of operands (%d)", ins->noperands);
   if (!evo_all_arrays(ops, ins->noperands)) return hlo_evo_err(ctx, ins, "operands must be arrays");
   /* Only the variadic reduce, reduce-window, sort and scatter may return tuples. */

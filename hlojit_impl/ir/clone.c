@@ -38,15 +38,11 @@ static hlo_literal *irc_literal(hlo_module *m, const hlo_literal *l) {
    hlo_ints attribute; false on OOM. */
 bool hlo_instr_dup_lists(hlo_module *m, hlo_instr *d) {
   hlo_ints *lists[] = {
-    &d->dims, &d->slice_start, &d->slice_limit, &d->slice_stride, &d->ds_sizes, &d->pad_lo,
-    &d->pad_hi, &d->pad_interior, &d->dot.lhs_batch, &d->dot.rhs_batch, &d->dot.lhs_contract,
-    &d->dot.rhs_contract, &d->gather.offset_dims, &d->gather.collapsed_slice_dims,
-    &d->gather.start_index_map, &d->gather.slice_sizes, &d->gather.operand_batching_dims,
-    &d->gather.start_indices_batching_dims, &d->scatter.update_window_dims,
-    &d->scatter.inserted_window_dims, &d->scatter.scatter_dims_to_operand_dims,
-    &d->scatter.input_batching_dims, &d->scatter.scatter_indices_batching_dims,
-    &d->window.size, &d->window.stride, &d->window.pad_lo, &d->window.pad_hi,
-    &d->window.base_dilation, &d->window.window_dilation,
+#define I(f) &d->f,
+#define S(f)
+    HLO_INSTR_ATTRS(I, S)
+#undef I
+#undef S
   };
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
     hlo_ints v = *lists[i];

@@ -68,48 +68,11 @@ static void hfp_literal(uint8_t **out, const hlo_literal *l) {
 }
 
 static void hfp_attrs(uint8_t **out, const hlo_instr *x) {
-  hfp_i64(out, x->index);
-  hfp_ints(out, x->dims);
-  hfp_ints(out, x->slice_start);
-  hfp_ints(out, x->slice_limit);
-  hfp_ints(out, x->slice_stride);
-  hfp_ints(out, x->ds_sizes);
-  hfp_ints(out, x->pad_lo);
-  hfp_ints(out, x->pad_hi);
-  hfp_ints(out, x->pad_interior);
-  hfp_i64(out, x->cmp_dir);
-  hfp_i64(out, x->cmp_type);
-  hfp_ints(out, x->dot.lhs_batch);
-  hfp_ints(out, x->dot.rhs_batch);
-  hfp_ints(out, x->dot.lhs_contract);
-  hfp_ints(out, x->dot.rhs_contract);
-  const hlo_gather_dims *g = &x->gather;
-  hfp_ints(out, g->offset_dims);
-  hfp_ints(out, g->collapsed_slice_dims);
-  hfp_ints(out, g->start_index_map);
-  hfp_ints(out, g->slice_sizes);
-  hfp_ints(out, g->operand_batching_dims);
-  hfp_ints(out, g->start_indices_batching_dims);
-  hfp_i64(out, g->index_vector_dim);
-  hfp_i64(out, g->indices_are_sorted);
-  const hlo_scatter_dims *s = &x->scatter;
-  hfp_ints(out, s->update_window_dims);
-  hfp_ints(out, s->inserted_window_dims);
-  hfp_ints(out, s->scatter_dims_to_operand_dims);
-  hfp_ints(out, s->input_batching_dims);
-  hfp_ints(out, s->scatter_indices_batching_dims);
-  hfp_i64(out, s->index_vector_dim);
-  hfp_i64(out, s->indices_are_sorted);
-  hfp_i64(out, s->unique_indices);
-  const hlo_window *w = &x->window;
-  hfp_ints(out, w->size);
-  hfp_ints(out, w->stride);
-  hfp_ints(out, w->pad_lo);
-  hfp_ints(out, w->pad_hi);
-  hfp_ints(out, w->base_dilation);
-  hfp_ints(out, w->window_dilation);
-  hfp_i64(out, x->fusion_kind);
-  hfp_i64(out, x->is_stable);
+#define I(f) hfp_ints(out, x->f);
+#define S(f) hfp_i64(out, (int64_t)x->f);
+  HLO_INSTR_ATTRS(I, S)
+#undef I
+#undef S
 }
 
 /* |depth| bounds the nesting of called computations (the verifier rejects cycles; this

@@ -26,8 +26,6 @@
 #include <string.h>
 #include <stb/stb_ds.h>   /* arr* dynamic arrays, hm* hash maps (Debian libstb-dev) */
 
-#include <stb/stb_ds.h>   /* arr* dynamic arrays, hm* hash maps (Debian libstb-dev) */
-
 #define HLO_MAX_RANK HJ_MAX_RANK
 
 /* ---- element types ------------------------------------------------------------------
@@ -54,91 +52,8 @@ typedef enum {
 _Static_assert((int)HLO_F64 == (int)HJ_F64 && (int)HLO_TUPLE == (int)HJ_DTYPE_COUNT,
                "hlo_type must extend hj_dtype_t");
 
-/* ---- opcodes --------------------------------------------------------------------------
-   X(ENUM, text, arity, kind). arity -1: variadic. Enum, printer and parser derive from it. */
-typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_OTHER } hlo_op_kind;
-
-#define HLO_OPCODES(X)                                                                    \
-  X(PARAMETER, "parameter", 0, HLO_KIND_OTHER)                                            \
-  X(CONSTANT, "constant", 0, HLO_KIND_OTHER)                                              \
-  X(IOTA, "iota", 0, HLO_KIND_OTHER)                                                      \
-  X(BROADCAST, "broadcast", 1, HLO_KIND_OTHER)                                            \
-  X(RESHAPE, "reshape", 1, HLO_KIND_OTHER)                                                \
-  X(BITCAST, "bitcast", 1, HLO_KIND_OTHER)                                                \
-  X(TRANSPOSE, "transpose", 1, HLO_KIND_OTHER)                                            \
-  X(SLICE, "slice", 1, HLO_KIND_OTHER)                                                    \
-  X(DYNAMIC_SLICE, "dynamic-slice", -1, HLO_KIND_OTHER)                                   \
-  X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", -1, HLO_KIND_OTHER)                     \
-  X(CONCATENATE, "concatenate", -1, HLO_KIND_OTHER)                                       \
-  X(PAD, "pad", 2, HLO_KIND_OTHER)                                                        \
-  X(REVERSE, "reverse", 1, HLO_KIND_OTHER)                                                \
-  X(GATHER, "gather", 2, HLO_KIND_OTHER)                                                  \
-  X(SCATTER, "scatter", -1, HLO_KIND_OTHER)                                               \
-  X(SELECT, "select", 3, HLO_KIND_OTHER)                                                  \
-  X(CLAMP, "clamp", 3, HLO_KIND_OTHER)                                                    \
-  X(COMPARE, "compare", 2, HLO_KIND_OTHER)                                                \
-  X(CONVERT, "convert", 1, HLO_KIND_OTHER)                                                \
-  X(BITCAST_CONVERT, "bitcast-convert", 1, HLO_KIND_OTHER)                                \
-  X(COPY, "copy", 1, HLO_KIND_OTHER)                                                      \
-  X(ABS, "abs", 1, HLO_KIND_UNARY)                                                        \
-  X(NEGATE, "negate", 1, HLO_KIND_UNARY)                                                  \
-  X(EXP, "exponential", 1, HLO_KIND_UNARY)                                                \
-  X(EXPM1, "exponential-minus-one", 1, HLO_KIND_UNARY)                                    \
-  X(LOG, "log", 1, HLO_KIND_UNARY)                                                        \
-  X(LOG1P, "log-plus-one", 1, HLO_KIND_UNARY)                                             \
-  X(LOGISTIC, "logistic", 1, HLO_KIND_UNARY)                                              \
-  X(TANH, "tanh", 1, HLO_KIND_UNARY)                                                      \
-  X(SQRT, "sqrt", 1, HLO_KIND_UNARY)                                                      \
-  X(RSQRT, "rsqrt", 1, HLO_KIND_UNARY)                                                    \
-  X(CBRT, "cbrt", 1, HLO_KIND_UNARY)                                                      \
-  X(SIN, "sine", 1, HLO_KIND_UNARY)                                                       \
-  X(COS, "cosine", 1, HLO_KIND_UNARY)                                                     \
-  X(TAN, "tan", 1, HLO_KIND_UNARY)                                                        \
-  X(ERF, "erf", 1, HLO_KIND_UNARY)                                                        \
-  X(FLOOR, "floor", 1, HLO_KIND_UNARY)                                                    \
-  X(CEIL, "ceil", 1, HLO_KIND_UNARY)                                                      \
-  X(ROUND_EVEN, "round-nearest-even", 1, HLO_KIND_UNARY)                                  \
-  X(ROUND_AFZ, "round-nearest-afz", 1, HLO_KIND_UNARY)                                    \
-  X(SIGN, "sign", 1, HLO_KIND_UNARY)                                                      \
-  X(NOT, "not", 1, HLO_KIND_UNARY)                                                        \
-  X(IS_FINITE, "is-finite", 1, HLO_KIND_UNARY)                                            \
-  X(POPCNT, "popcnt", 1, HLO_KIND_UNARY)                                                  \
-  X(CLZ, "count-leading-zeros", 1, HLO_KIND_UNARY)                                        \
-  X(ADD, "add", 2, HLO_KIND_BINARY)                                                       \
-  X(SUBTRACT, "subtract", 2, HLO_KIND_BINARY)                                             \
-  X(MULTIPLY, "multiply", 2, HLO_KIND_BINARY)                                             \
-  X(DIVIDE, "divide", 2, HLO_KIND_BINARY)                                                 \
-  X(REMAINDER, "remainder", 2, HLO_KIND_BINARY)                                           \
-  X(POWER, "power", 2, HLO_KIND_BINARY)                                                   \
-  X(MAXIMUM, "maximum", 2, HLO_KIND_BINARY)                                               \
-  X(MINIMUM, "minimum", 2, HLO_KIND_BINARY)                                               \
-  X(ATAN2, "atan2", 2, HLO_KIND_BINARY)                                                   \
-  X(AND, "and", 2, HLO_KIND_BINARY)                                                       \
-  X(OR, "or", 2, HLO_KIND_BINARY)                                                         \
-  X(XOR, "xor", 2, HLO_KIND_BINARY)                                                       \
-  X(SHL, "shift-left", 2, HLO_KIND_BINARY)                                                \
-  X(SHRA, "shift-right-arithmetic", 2, HLO_KIND_BINARY)                                   \
-  X(SHRL, "shift-right-logical", 2, HLO_KIND_BINARY)                                      \
-  X(REDUCE, "reduce", -1, HLO_KIND_OTHER)                                                 \
-  X(REDUCE_WINDOW, "reduce-window", -1, HLO_KIND_OTHER)                                   \
-  X(DOT, "dot", 2, HLO_KIND_OTHER)                                                        \
-  X(TUPLE, "tuple", -1, HLO_KIND_OTHER)                                                   \
-  X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, HLO_KIND_OTHER)                            \
-  X(CALL, "call", -1, HLO_KIND_OTHER)                                                     \
-  X(MAP, "map", -1, HLO_KIND_OTHER)                                                       \
-  X(WHILE, "while", 1, HLO_KIND_OTHER)                                                    \
-  X(CONDITIONAL, "conditional", -1, HLO_KIND_OTHER)                                       \
-  X(SORT, "sort", -1, HLO_KIND_OTHER)                                                     \
-  X(FUSION, "fusion", -1, HLO_KIND_OTHER)                                                 \
-  X(OPT_BARRIER, "opt-barrier", 1, HLO_KIND_OTHER)                                        \
-  X(GET_DIMENSION_SIZE, "get-dimension-size", 1, HLO_KIND_OTHER)
-
-typedef enum {
-#define X(e, s, a, k) HLO_OP_##e,
-  HLO_OPCODES(X)
-#undef X
-  HLO_OP_COUNT
-} hlo_opcode;
+/* ---- opcodes: the table and its facts live in opcodes.h ---------------------------- */
+#include "opcodes.h"
 
 typedef enum { HLO_CMP_EQ, HLO_CMP_NE, HLO_CMP_LT, HLO_CMP_LE, HLO_CMP_GT, HLO_CMP_GE,
                HLO_CMP_COUNT } hlo_cmp_dir;  /* same values as hj_cmp_t */
@@ -197,6 +112,23 @@ typedef struct hlo_window {
 
 typedef struct hlo_comp hlo_comp;
 typedef struct hj_module hlo_module;
+
+/* Every attribute of an instruction, once, in one order: I(field) an hlo_ints list, S(field)
+   a scalar. Cloning copies the lists (clone.c), the structural encoding (fingerprint.c) and
+   CSE's equality (passes/cse.c) walk them all; a new attribute is a field below and an
+   entry here (and its text in text/parse_attrs.c and text/print.c). */
+#define HLO_INSTR_ATTRS(I, S)                                                              \
+  S(index) I(dims) I(slice_start) I(slice_limit) I(slice_stride) I(ds_sizes) I(pad_lo)     \
+  I(pad_hi) I(pad_interior) S(cmp_dir) S(cmp_type) I(dot.lhs_batch) I(dot.rhs_batch)      \
+  I(dot.lhs_contract) I(dot.rhs_contract) I(gather.offset_dims)                           \
+  I(gather.collapsed_slice_dims) I(gather.start_index_map) I(gather.slice_sizes)          \
+  I(gather.operand_batching_dims) I(gather.start_indices_batching_dims)                   \
+  S(gather.index_vector_dim) S(gather.indices_are_sorted) I(scatter.update_window_dims)   \
+  I(scatter.inserted_window_dims) I(scatter.scatter_dims_to_operand_dims)                 \
+  I(scatter.input_batching_dims) I(scatter.scatter_indices_batching_dims)                 \
+  S(scatter.index_vector_dim) S(scatter.indices_are_sorted) S(scatter.unique_indices)     \
+  I(window.size) I(window.stride) I(window.pad_lo) I(window.pad_hi)                       \
+  I(window.base_dilation) I(window.window_dilation) S(fusion_kind) S(is_stable)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -329,9 +261,14 @@ hlo_type_class hlo_type_class_of(hlo_type t);
 bool hlo_type_is_float(hlo_type t);
 bool hlo_type_is_int(hlo_type t);                  /* signed or unsigned integer (not pred) */
 bool hlo_type_from_name(const char *s, size_t n, hlo_type *out);
+/* The opcode table's columns (opcodes.h says what each means). */
 const char *hlo_opcode_name(hlo_opcode op);
 int hlo_opcode_arity(hlo_opcode op);               /* -1: variadic */
 hlo_op_kind hlo_opcode_kind(hlo_opcode op);
+hlo_op_types hlo_opcode_types(hlo_opcode op);
+hlo_op_cost hlo_opcode_cost(hlo_opcode op);
+bool hlo_opcode_has_kernel(hlo_opcode op);         /* emit column K */
+const char *hlo_opcode_libm(hlo_opcode op);        /* math column; NULL for none */
 bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
 const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
 const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */

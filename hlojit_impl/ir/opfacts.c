@@ -1,26 +1,106 @@
-/* ir/opfacts.c — facts about opcodes that the evaluator, the passes and the emitters all
-   need, so that none of them takes them from another: which instructions are elementwise,
-   the elementwise operation of an instruction (hlo_elem_op) and whether its element types
-   are ones the op is defined on, and the plain binary reducers (add, multiply, max, min,
-   and, or) that reductions and scatters can take a fast path for. */
+/* ir/opfacts.c — the type and opcode tables (ir.h's HLO_TYPES, opcodes.h's HLO_OPCODES)
+   and the facts about opcodes that the evaluator, the passes and the emitters all need, so
+   that none of them takes them from another: the columns of the opcode table, which
+   instructions are elementwise, the elementwise operation of an instruction (hlo_elem_op)
+   and whether its element types are ones the op is defined on, and the plain binary
+   reducers (add, multiply, max, min, and, or) that reductions and scatters can take a fast
+   path for. */
 #include "ir.h"
 
+/* ---- tables ----------------------------------------------------------------------------- */
+
+static const struct { const char *name; int size; hlo_type_class cls; } type_table[] = {
+#define X(e, s, b, c) { s, b, c },
+  HLO_TYPES(X)
+#undef X
+};
+
+static const struct {
+  const char *name;
+  int arity;
+  hlo_op_kind kind;
+  hlo_op_types types;
+  hlo_op_cost cost;
+  hlo_op_emit emit;
+  const char *libm;
+} op_table[] = {
+#define X(e, s, a, k, ty, co, em, lm, ev, bl) \
+  { s, a, HLO_KIND_##k, HLO_TYPES_##ty, HLO_COST_##co, HLO_EMIT_##em, lm },
+  HLO_OPCODES(X)
+#undef X
+};
+
+const char *hlo_type_name(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].name : "?"; }
+int hlo_type_size(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].size : 0; }
+hlo_type_class hlo_type_class_of(hlo_type t) {
+  return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].cls : HLO_CLASS_OTHER;
+}
+bool hlo_type_is_float(hlo_type t) { return hlo_type_class_of(t) == HLO_CLASS_FLOAT; }
+bool hlo_type_is_int(hlo_type t) {
+  hlo_type_class c = hlo_type_class_of(t);
+  return c == HLO_CLASS_SINT || c == HLO_CLASS_UINT;
+}
+
+bool hlo_type_from_name(const char *s, size_t n, hlo_type *out) {
+  for (int i = 0; i < HLO_TYPE_COUNT; i++)
+    if (strlen(type_table[i].name) == n && memcmp(type_table[i].name, s, n) == 0) {
+      *out = (hlo_type)i;
+      return true;
+    }
+  return false;
+}
+
+const char *hlo_opcode_name(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].name : "?"; }
+int hlo_opcode_arity(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].arity : -1; }
+hlo_op_kind hlo_opcode_kind(hlo_opcode op) {
+  return (unsigned)op < HLO_OP_COUNT ? op_table[op].kind : HLO_KIND_OTHER;
+}
+hlo_op_types hlo_opcode_types(hlo_opcode op) {
+  return (unsigned)op < HLO_OP_COUNT ? op_table[op].types : HLO_TYPES_ANY;
+}
+hlo_op_cost hlo_opcode_cost(hlo_opcode op) {
+  return (unsigned)op < HLO_OP_COUNT ? op_table[op].cost : HLO_COST_CHEAP;
+}
+bool hlo_opcode_has_kernel(hlo_opcode op) {
+  return (unsigned)op < HLO_OP_COUNT && op_table[op].emit == HLO_EMIT_K;
+}
+const char *hlo_opcode_libm(hlo_opcode op) {
+  return (unsigned)op < HLO_OP_COUNT ? op_table[op].libm : NULL;
+}
+
+bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out) {
+  for (int i = 0; i < HLO_OP_COUNT; i++)
+    if (strlen(op_table[i].name) == n && memcmp(op_table[i].name, s, n) == 0) {
+      *out = (hlo_opcode)i;
+      return true;
+    }
+  return false;
+}
+
+const char *hlo_cmp_dir_name(hlo_cmp_dir d) {
+  static const char *n[] = { "EQ", "NE", "LT", "LE", "GT", "GE" };
+  return (unsigned)d < HLO_CMP_COUNT ? n[d] : "?";
+}
+
+const char *hlo_cmp_type_name(hlo_cmp_type t) {
+  static const char *n[] = { "", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED" };
+  return (unsigned)t < HLO_CMPT_COUNT ? n[t] : "?";
+}
+
+const char *hlo_fusion_kind_name(hlo_fusion_kind k) {
+  static const char *n[] = { "kLoop", "kInput", "kOutput", "kCustom" };
+  return (unsigned)k < HLO_FUSION_KIND_COUNT ? n[k] : "?";
+}
+
+
+/* ---- facts ------------------------------------------------------------------------------ */
+
 bool hlo_op_is_elementwise(const hlo_instr *ins) {
-  if (!hlo_shape_is_array(&ins->shape)) return false;
-  switch (hlo_opcode_kind(ins->op)) {
-  case HLO_KIND_UNARY: case HLO_KIND_BINARY: return true;
-  default: break;
-  }
-  switch (ins->op) {
-  case HLO_OP_SELECT: case HLO_OP_CLAMP: case HLO_OP_COMPARE: case HLO_OP_CONVERT:
-  case HLO_OP_COPY:
-    return true;
-  case HLO_OP_BITCAST_CONVERT:
+  if (!hlo_shape_is_array(&ins->shape) || hlo_opcode_kind(ins->op) == HLO_KIND_OTHER) return false;
+  if (ins->op == HLO_OP_BITCAST_CONVERT)
     return ins->noperands == 1 &&
            hlo_type_size(ins->operands[0]->shape.type) == hlo_type_size(ins->shape.type);
-  default:
-    return false;
-  }
+  return true;
 }
 
 bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e) {
@@ -41,29 +121,11 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e) {
   return true;
 }
 
-static int opf_arity(hlo_opcode op) {
-  if (op == HLO_OP_SELECT || op == HLO_OP_CLAMP) return 3;
-  if (op == HLO_OP_COMPARE || hlo_opcode_kind(op) == HLO_KIND_BINARY) return 2;
-  return 1;
-}
-
-static bool opf_float_only(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P:
-  case HLO_OP_LOGISTIC: case HLO_OP_TANH: case HLO_OP_SQRT: case HLO_OP_RSQRT:
-  case HLO_OP_CBRT: case HLO_OP_SIN: case HLO_OP_COS: case HLO_OP_TAN: case HLO_OP_ERF:
-  case HLO_OP_FLOOR: case HLO_OP_CEIL: case HLO_OP_ROUND_EVEN: case HLO_OP_ROUND_AFZ:
-  case HLO_OP_IS_FINITE: case HLO_OP_ATAN2:
-    return true;
-  default: return false;
-  }
-}
-
 const char *hlo_elem_unsupported(const hlo_elem_op *e) {
   static _Thread_local char msg[128];
   hlo_type t = e->in[0];
-  if (e->nin != opf_arity(e->op)) {
-    snprintf(msg, sizeof msg, "expects %d operands, has %d", opf_arity(e->op), e->nin);
+  if (e->nin != hlo_opcode_arity(e->op)) {
+    snprintf(msg, sizeof msg, "expects %d operands, has %d", hlo_opcode_arity(e->op), e->nin);
     return msg;
   }
   for (int k = 0; k < e->nin; k++)
@@ -93,14 +155,11 @@ const char *hlo_elem_unsupported(const hlo_elem_op *e) {
   }
   if (bad) return bad;
   bool ok = true;
-  switch (e->op) {
-  case HLO_OP_AND: case HLO_OP_OR: case HLO_OP_XOR: case HLO_OP_NOT:
-    ok = is_i || t == HLO_PRED;
-    break;
-  case HLO_OP_SHL: case HLO_OP_SHRA: case HLO_OP_SHRL: case HLO_OP_POPCNT: case HLO_OP_CLZ:
-    ok = is_i;
-    break;
-  default: ok = !opf_float_only(e->op) || is_f; break;
+  switch (hlo_opcode_types(e->op)) {
+  case HLO_TYPES_ANY: break;
+  case HLO_TYPES_FLOAT: ok = is_f; break;
+  case HLO_TYPES_INT: ok = is_i; break;
+  case HLO_TYPES_BITS: ok = is_i || t == HLO_PRED; break;
   }
   if (ok) return NULL;
   snprintf(msg, sizeof msg, "not defined on %s", hlo_type_name(t));

@@ -4,7 +4,7 @@
    Trace: a fresh graph named after the jit; one hj_param per declared parameter with the
    key's dtype and dims, each dynamic dim a bounded dim `<=bucket` (HJ_DYN) in padded mode,
    its exact size in exact mode; the build function; the graph's first error, if any, is the
-   call's error. The module then goes through pass_dynamic_pad (padded mode): it becomes
+   call's error. The module then goes through hlo_pass_dynamic_pad (padded mode): it becomes
    static, gains one s32[] parameter per dynamic parameter dim and the s32[] outputs of
    computed output sizes (pass_dyn_info says which). hj_compile_module compiles it; the
    entry owns the module (the executable borrows it).
@@ -129,7 +129,7 @@ hj_status jit_trace_compile(hj_jit_t *j, const int64_t *key, int nkey, int mode,
   e->mode = mode;
   hj_status st = jtr_trace(j, key, mode, &e->m);
   if (st == HJ_OK && mode == JIT_MODE_PADDED) {
-    st = pass_dynamic_pad(e->m, &e->info);
+    st = hlo_pass_dynamic_pad(&(hlo_pass_ctx){ .dyn_info = &e->info }, e->m, NULL);
     if (st == HJ_ERR_UNSUPPORTED) {
       *declined = true;
       snprintf(j->pad_note, sizeof j->pad_note, "%.500s", hj__ctx_err(j->ctx));

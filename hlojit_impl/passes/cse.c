@@ -33,43 +33,12 @@ static bool cse_ints_eq(hlo_ints a, hlo_ints b) {
   return a.n == 0 || memcmp(a.v, b.v, sizeof(int64_t) * (size_t)a.n) == 0;
 }
 
-static bool cse_window_eq(const hlo_window *a, const hlo_window *b) {
-  return cse_ints_eq(a->size, b->size) && cse_ints_eq(a->stride, b->stride) &&
-         cse_ints_eq(a->pad_lo, b->pad_lo) && cse_ints_eq(a->pad_hi, b->pad_hi) &&
-         cse_ints_eq(a->base_dilation, b->base_dilation) &&
-         cse_ints_eq(a->window_dilation, b->window_dilation);
-}
-
 static bool cse_attrs_eq(const hlo_instr *a, const hlo_instr *b) {
-  const hlo_gather_dims *ga = &a->gather, *gb = &b->gather;
-  const hlo_scatter_dims *sa = &a->scatter, *sb = &b->scatter;
-  return a->index == b->index && cse_ints_eq(a->dims, b->dims) &&
-         cse_ints_eq(a->slice_start, b->slice_start) &&
-         cse_ints_eq(a->slice_limit, b->slice_limit) &&
-         cse_ints_eq(a->slice_stride, b->slice_stride) && cse_ints_eq(a->ds_sizes, b->ds_sizes) &&
-         cse_ints_eq(a->pad_lo, b->pad_lo) && cse_ints_eq(a->pad_hi, b->pad_hi) &&
-         cse_ints_eq(a->pad_interior, b->pad_interior) && a->cmp_dir == b->cmp_dir &&
-         a->cmp_type == b->cmp_type && cse_ints_eq(a->dot.lhs_batch, b->dot.lhs_batch) &&
-         cse_ints_eq(a->dot.rhs_batch, b->dot.rhs_batch) &&
-         cse_ints_eq(a->dot.lhs_contract, b->dot.lhs_contract) &&
-         cse_ints_eq(a->dot.rhs_contract, b->dot.rhs_contract) &&
-         cse_ints_eq(ga->offset_dims, gb->offset_dims) &&
-         cse_ints_eq(ga->collapsed_slice_dims, gb->collapsed_slice_dims) &&
-         cse_ints_eq(ga->start_index_map, gb->start_index_map) &&
-         cse_ints_eq(ga->slice_sizes, gb->slice_sizes) &&
-         cse_ints_eq(ga->operand_batching_dims, gb->operand_batching_dims) &&
-         cse_ints_eq(ga->start_indices_batching_dims, gb->start_indices_batching_dims) &&
-         ga->index_vector_dim == gb->index_vector_dim &&
-         ga->indices_are_sorted == gb->indices_are_sorted &&
-         cse_ints_eq(sa->update_window_dims, sb->update_window_dims) &&
-         cse_ints_eq(sa->inserted_window_dims, sb->inserted_window_dims) &&
-         cse_ints_eq(sa->scatter_dims_to_operand_dims, sb->scatter_dims_to_operand_dims) &&
-         cse_ints_eq(sa->input_batching_dims, sb->input_batching_dims) &&
-         cse_ints_eq(sa->scatter_indices_batching_dims, sb->scatter_indices_batching_dims) &&
-         sa->index_vector_dim == sb->index_vector_dim &&
-         sa->indices_are_sorted == sb->indices_are_sorted &&
-         sa->unique_indices == sb->unique_indices && cse_window_eq(&a->window, &b->window) &&
-         a->fusion_kind == b->fusion_kind && a->is_stable == b->is_stable;
+#define I(f) &&cse_ints_eq(a->f, b->f)
+#define S(f) &&a->f == b->f
+  return true HLO_INSTR_ATTRS(I, S);
+#undef I
+#undef S
 }
 
 static bool cse_literal_eq(const hlo_literal *a, const hlo_literal *b) {

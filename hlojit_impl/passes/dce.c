@@ -17,7 +17,7 @@ static void dce_mark_comp(const hlo_comp *c, const hlo_comp ***seen) {
     for (int k = 0; k < c->instrs[i]->ncalls; k++) dce_mark_comp(c->instrs[i]->calls[k], seen);
 }
 
-bool pass_dce_comps(hlo_module *m) {
+bool hlo_dce_comps(hlo_module *m) {
   if (!m->entry) return false;
   const hlo_comp **seen = NULL;
   dce_mark_comp(m->entry, &seen);
@@ -65,8 +65,8 @@ static bool dce_comp(hlo_module *m, hlo_comp *c) {
   return removed;
 }
 
-hj_status pass_dce(hlo_module *m, bool *changed) {
-  bool any = pass_dce_comps(m);
+hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  bool any = hlo_dce_comps(m);
   for (ptrdiff_t i = 0; i < arrlen(m->comps); i++) any |= dce_comp(m, m->comps[i]);
   if (changed) *changed = any;
   return HJ_OK;

@@ -241,7 +241,8 @@ static hj_status dcn_rewrite(hlo_comp *c, hlo_instr *d) {
   return HJ_OK;
 }
 
-hj_status pass_dot_canonicalize(hlo_module *m, int panel_nr, bool *changed) {
+hj_status hlo_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  int panel_nr = pc ? pc->matmul_panel_nr : 0;
   if (changed) *changed = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];

@@ -1,5 +1,5 @@
 /* passes/dynamic_padder.c — bounded dynamic dims (`<=N`): the pipeline's get-dimension-size
-   folding (hlo_pass_dynamic_padder) and the tracing JIT's padding (pass_dynamic_pad);
+   folding (hlo_pass_dynamic_padder) and the tracing JIT's padding (hlo_pass_dynamic_pad);
    passes.h says what each does. The op rules for slices, concatenate, pad, reverse, gather
    and reduce-window are in dynamic_padder_ops.c.
 
@@ -552,11 +552,14 @@ static void pd_clear_flags(hlo_shape *s) {
   for (int k = 0; k < s->ntuple && s->tuple; k++) pd_clear_flags(&s->tuple[k]);
 }
 
-hj_status pass_dynamic_pad(hlo_module *m, pass_dyn_info *info) {
+hj_status hlo_pass_dynamic_pad(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  if (changed) *changed = true;
+  if (!pc || !pc->dyn_info) return hj__err(m ? m->ctx : NULL, HJ_ERR_INTERNAL, "dynamic pad: no dyn_info");
+  pass_dyn_info *info = pc->dyn_info;
   memset(info, 0, sizeof *info);
   if (!m || !m->entry) return hj__err(m ? m->ctx : NULL, HJ_ERR_INVALID_ARG, "dynamic padder: no entry");
   bool ch;
-  hj_status st = pass_inline_calls(m, &ch);
+  hj_status st = hlo_pass_inline_calls(NULL, m, &ch);
   if (st != HJ_OK) return st;
   pd_ctx P = { .m = m, .c = m->entry, .ctx = m->ctx, .info = info };
   hlo_instr **snap = NULL;

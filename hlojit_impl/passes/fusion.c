@@ -63,32 +63,16 @@
 #define FUS_MAX_OPERANDS 60     /* emit_fn holds 64 parameters */
 #define FUS_MAX_INSTRS 400
 
-/* ---- per-op facts ------------------------------------------------------------------------ */
+/* ---- per-op facts (the opcode table's cost column) ------------------------------------------ */
 
-static bool fus_is_expensive_op(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P:
-  case HLO_OP_LOGISTIC: case HLO_OP_TANH: case HLO_OP_ERF: case HLO_OP_POWER:
-  case HLO_OP_SIN: case HLO_OP_COS: case HLO_OP_TAN: case HLO_OP_ATAN2: case HLO_OP_CBRT:
-  case HLO_OP_GATHER: case HLO_OP_DYNAMIC_SLICE: case HLO_OP_REDUCE: case HLO_OP_DOT:
-    return true;
-  default:
-    return false;
-  }
-}
+/* A transcendental, gather, dynamic slice, reduce or dot: never duplicated into consumers. */
+static bool fus_is_expensive_op(hlo_opcode op) { return hlo_opcode_cost(op) >= HLO_COST_MATH; }
 
 static double fus_op_cost(const hlo_instr *x) {
-  if (fus_is_expensive_op(x->op)) return 20;
-  switch (x->op) {
-  case HLO_OP_CONSTANT: return 0;
-  case HLO_OP_DIVIDE: case HLO_OP_SQRT: case HLO_OP_RSQRT: case HLO_OP_REMAINDER: return 4;
-  case HLO_OP_PARAMETER: case HLO_OP_BROADCAST: case HLO_OP_RESHAPE:
-  case HLO_OP_BITCAST: case HLO_OP_IOTA: case HLO_OP_SLICE: case HLO_OP_TRANSPOSE:
-  case HLO_OP_REVERSE: case HLO_OP_PAD: case HLO_OP_CONCATENATE:
-    return 0.25;
-  default:
-    return 1;
-  }
+  static const double per_elem[] = { [HLO_COST_FREE] = 0, [HLO_COST_INDEX] = 0.25,
+                                     [HLO_COST_CHEAP] = 1, [HLO_COST_MID] = 4,
+                                     [HLO_COST_MATH] = 20, [HLO_COST_HEAVY] = 20 };
+  return per_elem[hlo_opcode_cost(x->op)];
 }
 
 /* Per-element cost of |p| (summed over a fusion's instructions); *exp: something in it

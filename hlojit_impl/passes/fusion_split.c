@@ -415,7 +415,7 @@ static hj_status fsp_fusion(hlo_comp *c, hlo_instr *f, bool *split) {
   return fsp_split(c, f, x);
 }
 
-hj_status pass_fusion_split(hlo_module *m, bool *changed) {
+hj_status hlo_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   hj_status st = HJ_OK;
   /* m->comps grows as fusions split; the new computations hold no fusions */

@@ -75,7 +75,7 @@ static void inl_splice(hlo_comp *c, hlo_instr *call, ptrdiff_t nold, hlo_instr *
   }
 }
 
-hj_status pass_inline_calls(hlo_module *m, bool *changed) {
+hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
@@ -95,7 +95,7 @@ hj_status pass_inline_calls(hlo_module *m, bool *changed) {
       any = true;
     }
   }
-  if (any) pass_dce_comps(m);
+  if (any) hlo_dce_comps(m);
   if (changed) *changed = any;
   return HJ_OK;
 }

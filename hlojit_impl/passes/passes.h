@@ -6,36 +6,23 @@
 
 #include "../ir/ir.h"
 
-/* ---- passes ----------------------------------------------------------------------------
-   One entry point per file; *changed says whether the module changed. Each leaves a module
-   that verifies. */
-/* passes/inline_calls.c: every `call` replaced by a copy of its callee's body (repeated
-   until no call is left); computations no longer called are removed. */
-hj_status pass_inline_calls(hlo_module *m, bool *changed);
-/* passes/wrap_fusions.c: in the entry and in while/conditional computations reachable
-   from it, every instruction that is not parameter, constant, tuple, get-tuple-element,
-   reshape, bitcast with default layouts, fusion, while, conditional or opt-barrier becomes
-   a single-op fusion "wrapped_NAME" (kInput for reduce, kOutput for dot, else kLoop)
-   calling a new computation "wrapped_NAME_computation" placed before its user in m->comps
-   (an operand used twice is passed once). Idempotent. */
-hj_status pass_wrap_fusions(hlo_module *m, bool *changed);
-/* passes/dce.c: drops instructions nobody uses (parameters and roots stay) and
-   computations unreachable from the entry. */
-hj_status pass_dce(hlo_module *m, bool *changed);
-/* passes/dce.c: only the sweep of unreachable computations; true when any was removed. */
-bool pass_dce_comps(hlo_module *m);
-
 /* ---- passes/pass.c, passes/pipeline.c --------------------------------------------------------
-   The pass framework (DESIGN.md section 4). A pass is
+   The pass framework (DESIGN.md section 4). Every pass, the pipeline's and the backends'
+   alike, is
      hj_status hlo_pass_NAME(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
-   it edits |m| in place, sets *changed, and leaves a module that verifies.
+   it edits |m| in place, sets *changed (when not NULL), and leaves a module that verifies.
+   |pc| may be NULL for a pass that reads nothing from it: all but constant folding (the
+   eval hook), dot canonicalisation (matmul_panel_nr) and the dynamic pad (dyn_info).
    hlo_pass_ctx_init: |dump_dir| from ctx->opt.dump_dir, else $HLOJIT_DUMP_TO, else NULL
    (no dumps); verify_each false (debug builds verify after every pass anyway); no hooks.
    hlo_pass_run: runs |fn|; then verifies the module (#ifndef NDEBUG when the pass says it
    changed it, always with verify_each; a failure names the pass) and, with a dump dir, writes DUMP_DIR/NNN.NAME.txt (HLO text,
    NNN = ++dump_seq, written whether or not the pass changed anything).
    hlo_pass_dump: writes one such file (the pipeline dumps "input" first).
-   hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults. */
+   hlo_run_pipeline: the whole list (pipeline.c); |opt| NULL: defaults.
+   hlo_pass_find: the pass named |name| ("fusion-split": the names of the dumps and the
+   timings), NULL for none; backends name the passes they add around the pipeline. */
+typedef struct pass_dyn_info pass_dyn_info;
 typedef struct hlo_pass_ctx {
   hj_ctx_t *ctx;
   const char *dump_dir;     /* NULL: no dumps */
@@ -55,6 +42,7 @@ typedef struct hlo_pass_ctx {
   bool time_passes;
   hj_pass_time_t *times;
   int matmul_panel_nr;      /* dot_canon: the target's emit_target.matmul_panel_nr (0: none) */
+  pass_dyn_info *dyn_info;  /* dynamic_pad: where it says what it padded (required there) */
 } hlo_pass_ctx;
 typedef hj_status (*hlo_pass_fn)(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 typedef struct hlo_pipeline_options {
@@ -69,17 +57,30 @@ hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_m
 hj_status hlo_pass_dump(hlo_pass_ctx *pc, const char *name, const hlo_module *m);
 void hlo_pipeline_options_init(hlo_pipeline_options *o);
 hj_status hlo_run_pipeline(hlo_pass_ctx *pc, hlo_module *m, const hlo_pipeline_options *opt);
-/* The simplification passes (one file each under passes/; see each file's comment).
-   hlo_pass_inline_calls and hlo_pass_dce adapt pass_inline_calls and pass_dce. */
+hlo_pass_fn hlo_pass_find(const char *name);
+/* passes/inline_calls.c: every `call` replaced by a copy of its callee's body (repeated
+   until no call is left); computations no longer called are removed. */
 hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+/* passes/wrap_fusions.c: in the entry and in while/conditional computations reachable
+   from it, every instruction that is not parameter, constant, tuple, get-tuple-element,
+   reshape, bitcast with default layouts, fusion, while, conditional or opt-barrier becomes
+   a single-op fusion "wrapped_NAME" (kInput for reduce, kOutput for dot, else kLoop)
+   calling a new computation "wrapped_NAME_computation" placed before its user in m->comps
+   (an operand used twice is passed once). Idempotent. */
+hj_status hlo_pass_wrap_fusions(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+/* passes/dce.c: drops instructions nobody uses (parameters and roots stay) and
+   computations unreachable from the entry. */
+hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+/* passes/dce.c: only the sweep of unreachable computations; true when any was removed. */
+bool hlo_dce_comps(hlo_module *m);
+
+/* The simplification passes (one file each under passes/; see each file's comment). */
 hj_status hlo_pass_tuple_simplify(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_algsimp(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_constant_fold(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_cse(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
-hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_layout_norm(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
-/* The fusion passes (passes/fusion.c, sibling_fusion.c, epilogue_fusion.c). pipeline.c
-   redeclares one weak while its file is absent and then skips it, so it builds first. */
+/* The fusion passes (passes/fusion.c, sibling_fusion.c, epilogue_fusion.c). */
 hj_status hlo_pass_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_sibling_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 hj_status hlo_pass_matmul_epilogue_fusion(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
@@ -148,9 +149,9 @@ int64_t hlo_unshared_bytes(const hlo_comp *c);
    [B,N,K]/[N,K]; batch dims {0} or none; transposes/reshapes around it, and a reshape of the
    [B,M,N] result back to the dot's shape. A dot whose rhs is in panel order (lhs
    [M,P,kc], rhs [P,Q,kc,nr], contracting {1,2} x {0,2}) stays as it is when |panel_nr| is
-   its nr (the emitter reads it in place), else it becomes a plain one. *changed: some dot
-   was rewritten. */
-hj_status pass_dot_canonicalize(hlo_module *m, int panel_nr, bool *changed);
+   its nr (the emitter reads it in place), else it becomes a plain one; |panel_nr| is
+   pc->matmul_panel_nr (0 when |pc| is NULL). *changed: some dot was rewritten. */
+hj_status hlo_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would
@@ -159,14 +160,15 @@ hj_status pass_dot_canonicalize(hlo_module *m, int panel_nr, bool *changed);
    otherwise emit exponentially). Run by the CPU backend after the pipeline. Exact.
    hlo_fusion_index_tuples: the most distinct index tuples at which the emitter evaluates
    one non-leaf instruction of fused computation |fc| (capped at 65); for tests. */
-hj_status pass_fusion_split(hlo_module *m, bool *changed);
+hj_status hlo_pass_fusion_split(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 int hlo_fusion_index_tuples(const hlo_comp *fc);
 
 /* ---- passes/dynamic_padder.c, dynamic_padder_ops.c ---------------------------------------
    Bounded dynamic dims (`<=N`, XLA's DynamicPadder, our rules). Two modes:
    hlo_pass_dynamic_padder (the pipeline's line): every get-dimension-size becomes the bound
      it reads (a module compiled on its own runs at its bounds); nothing else changes.
-   pass_dynamic_pad (the tracing JIT, before compiling): every array is padded to its bound,
+   hlo_pass_dynamic_pad (the tracing JIT, before compiling; what it did goes to
+     *pc->dyn_info, which it requires): every array is padded to its bound,
      and the real size of each dynamic dim of an entry parameter becomes a new s32[]
      parameter (appended, in order); every op that crosses a padded dim is masked or
      corrected (reductions, dot contractions, reduce-window, concatenate, pad, reverse,
@@ -187,15 +189,15 @@ typedef struct pass_dyn_out {     /* where the real size of an output dim is */
   int size_param;                 /* >= 0: it equals this size parameter */
   int size_output;                /* >= 0: the s32[] output leaf holding it */
 } pass_dyn_out;
-typedef struct pass_dyn_info {
+struct pass_dyn_info {
   int nparams, noutputs;          /* before padding (flattened output leaves) */
   pass_dyn_param *params;         /* stb_ds */
   pass_dyn_out *outs;             /* stb_ds: only dynamic output dims */
   int nsize_outputs;              /* s32[] outputs appended after the noutputs leaves */
   int masks;                      /* selects inserted (statistics) */
-} pass_dyn_info;
+};
 hj_status hlo_pass_dynamic_padder(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
-hj_status pass_dynamic_pad(hlo_module *m, pass_dyn_info *info);
+hj_status hlo_pass_dynamic_pad(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 void pass_dyn_info_free(pass_dyn_info *info);
 
 /* ---- passes/use_index.c: users kept up to date while a pass edits one computation --------

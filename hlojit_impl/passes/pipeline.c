@@ -3,17 +3,35 @@
    Every pass runs through hlo_pass_run (verifier in debug builds, a dump per pass under
    HLOJIT_DUMP_TO). Order matters where the comments say so.
 
-   Backends add their own steps around it (the CPU backend: dot canonicalisation before,
-   single-op wrapping of what fusion left and scheduling after). */
+   Backends add their own steps around it, named in their rt_target (the CPU and CUDA
+   backends: dot canonicalisation before; fusion splitting and single-op wrapping of what
+   fusion left after); hlo_pass_find turns such a name into its pass. */
 #include "passes.h"
 
-/* Adapters: passes written against the older `pass_NAME(module, &changed)` form. */
-hj_status hlo_pass_inline_calls(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_inline_calls(m, changed);
-}
+/* Every pass by the name its dumps and timings carry. */
+static const struct { const char *name; hlo_pass_fn fn; } pip_passes[] = {
+  { "inline-calls", hlo_pass_inline_calls },
+  { "dynamic-padder", hlo_pass_dynamic_padder },
+  { "dynamic-pad", hlo_pass_dynamic_pad },
+  { "tuple-simplify", hlo_pass_tuple_simplify },
+  { "algsimp", hlo_pass_algsimp },
+  { "constant-fold", hlo_pass_constant_fold },
+  { "cse", hlo_pass_cse },
+  { "dce", hlo_pass_dce },
+  { "layout-norm", hlo_pass_layout_norm },
+  { "dot-canonicalize", hlo_pass_dot_canon },
+  { "fusion", hlo_pass_fusion },
+  { "sibling-fusion", hlo_pass_sibling_fusion },
+  { "matmul-epilogue-fusion", hlo_pass_matmul_epilogue_fusion },
+  { "fusion-split", hlo_pass_fusion_split },
+  { "wrap-fusions", hlo_pass_wrap_fusions },
+  { "schedule", hlo_pass_schedule },
+};
 
-hj_status hlo_pass_dce(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
-  return pass_dce(m, changed);
+hlo_pass_fn hlo_pass_find(const char *name) {
+  for (size_t i = 0; name && i < sizeof pip_passes / sizeof pip_passes[0]; i++)
+    if (!strcmp(pip_passes[i].name, name)) return pip_passes[i].fn;
+  return NULL;
 }
 
 void hlo_pipeline_options_init(hlo_pipeline_options *o) {
@@ -62,7 +80,7 @@ hj_status hlo_run_pipeline(hlo_pass_ctx *pc, hlo_module *m, const hlo_pipeline_o
   PIP_RUN("inline-calls", hlo_pass_inline_calls, &ch);
   /* Before simplification: a module compiled on its own runs at its bounds, so each
      get-dimension-size becomes its bound (the tracing JIT pads and passes the real sizes
-     before the pipeline, with pass_dynamic_pad: none is left then). */
+     before the pipeline, with hlo_pass_dynamic_pad: none is left then). */
   PIP_RUN("dynamic-padder", hlo_pass_dynamic_padder, &ch);
   /* tuple simplification, algsimp, constant folding, CSE, DCE to a fixed point. */
   st = pip_simplify(pc, m, opt->max_simplify_rounds);

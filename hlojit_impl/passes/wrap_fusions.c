@@ -146,7 +146,7 @@ static hj_status wf_comp(wf_state *W, hlo_comp *c, const hlo_comp ***seen, bool 
   return st;
 }
 
-hj_status pass_wrap_fusions(hlo_module *m, bool *changed) {
+hj_status hlo_pass_wrap_fusions(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   bool any = false;
   const hlo_comp **seen = NULL;
   wf_state W = { 0 };

@@ -12,6 +12,7 @@
    HJ_ERR_UNSUPPORTED is not. Either way the compile succeeds and the context's error
    message is what it was before the attempt. */
 #include "runtime.h"
+#include "../passes/passes.h"
 #include "../text/text.h"
 #include <llvm-c/Analysis.h>
 #include "../emitters/matmul_plan.h"
@@ -100,10 +101,17 @@ static void rtc_dumps(rtc_build *B) {
 
 /* ---- passes ------------------------------------------------------------------------------ */
 
+/* One of the backend's own passes, by name. */
+static hj_status rtc_step(hlo_pass_ctx *pc, const rt_target *t, const char *name, hlo_module *m) {
+  hlo_pass_fn fn = hlo_pass_find(name);
+  bool ch;
+  if (!fn) return hj__err(pc->ctx, HJ_ERR_INTERNAL, "%s: no pass named '%s'", t->name, name);
+  return hlo_pass_run(pc, name, fn, m, &ch);
+}
+
 /* The backend's steps around the shared pipeline (inlining, simplification, fusion,
    scheduling); every step verified and dumped by hlo_pass_run. */
 static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt_exec *x) {
-  bool ch;
   hlo_pass_ctx pc;
   rt_pass_ctx_init(&pc, ctx);
   pc.time_passes = true;
@@ -113,9 +121,9 @@ static hj_status rtc_passes(hj_ctx_t *ctx, const rt_target *t, hlo_module *m, rt
   hlo_pipeline_options_init(&po);
   po.fusion = !ctx->opt.no_fusion;
   hj_status st = HJ_OK;
-  for (int i = 0; i < t->npre && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->pre[i].name, t->pre[i].fn, m, &ch);
+  for (int i = 0; i < t->npre && st == HJ_OK; i++) st = rtc_step(&pc, t, t->pre[i], m);
   if (st == HJ_OK) st = hlo_run_pipeline(&pc, m, &po);
-  for (int i = 0; i < t->npost && st == HJ_OK; i++) st = hlo_pass_run(&pc, t->post[i].name, t->post[i].fn, m, &ch);
+  for (int i = 0; i < t->npost && st == HJ_OK; i++) st = rtc_step(&pc, t, t->post[i], m);
   if (st == HJ_OK) {
     double t0 = rt_now_ms();
     st = hlo_verify_module(m);

@@ -3,6 +3,7 @@
    that the evaluator-only build (HLOJIT_NO_LLVM), which has no compile driver, runs the
    same pipeline for hj_module_optimize. */
 #include "runtime.h"
+#include "../passes/passes.h"
 #include "../eval/eval.h"
 #include "../text/text.h"
 #include <time.h>

@@ -7,7 +7,6 @@
 #define HLOJIT_RUNTIME_H
 
 #include "../ir/ir.h"
-#include "../passes/passes.h"
 
 /* ---- runtime/buffer_assign.c: where every value of one computation lives ---------------
    Values are the array leaves of the computation's instructions (tuple shapes flattened
@@ -185,6 +184,7 @@ int64_t th_thunk_flops(const th_thunk *t);
    rt_pass_ctx_init: hlo_pass_ctx_init with the evaluator and printer hooks the passes use
    (constant folding, dumps); whatever runs passes (the compile driver, hj_module_optimize,
    tests) uses it. rt_now_ms: CLOCK_MONOTONIC in milliseconds. */
+typedef struct hlo_pass_ctx hlo_pass_ctx;   /* passes/passes.h: callers include it */
 void rt_pass_ctx_init(hlo_pass_ctx *pc, hj_ctx_t *ctx);
 double rt_now_ms(void);
 
@@ -265,15 +265,12 @@ typedef struct rt_exec {         /* the target-independent part of an executable
                                     kernels hjs_<this fingerprint>_<module> */
 } rt_exec;
 
-typedef struct rt_pass_step {    /* a backend's own pass, run around the shared pipeline */
-  const char *name;
-  hlo_pass_fn fn;
-} rt_pass_step;
-
 typedef struct rt_target {
   const char *name;              /* "CPU backend", for messages */
   emit_target emit;
-  const rt_pass_step *pre, *post;      /* before / after hlo_run_pipeline */
+  /* The backend's own passes, by name (hlo_pass_find), run before / after the shared
+     pipeline (hlo_run_pipeline). */
+  const char *const *pre, *const *post;
   int npre, npost;
   void *ud;                      /* the backend's, passed to every hook */
   /* A fresh LLVM context and module named |name| for the kernels of one executable;

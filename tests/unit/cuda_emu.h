@@ -365,17 +365,13 @@ static emu_kernel *emu_find(emu_exec *x, const char *name) {
   return NULL;
 }
 
-static hj_status emu_pass_dot(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_dot_canonicalize(m, 0, ch); }
-static hj_status emu_pass_split(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_fusion_split(m, ch); }
-static hj_status emu_pass_wrap(hlo_pass_ctx *pc, hlo_module *m, bool *ch) { return pass_wrap_fusions(m, ch); }
-
 /* Compiles |m| as the CUDA backend would (sm_80), for the emulator. */
 static hj_status emu_compile_module(cuda_emu *e, const hlo_module *m, emu_exec *x) {
   memset(x, 0, sizeof *x);
   x->emu = e;
   x->base.ctx = e->ctx;
-  static const rt_pass_step pre[] = { { "dot-canonicalize", emu_pass_dot } };
-  static const rt_pass_step post[] = { { "fusion-split", emu_pass_split }, { "wrap-fusions", emu_pass_wrap } };
+  static const char *const pre[] = { "dot-canonicalize" };
+  static const char *const post[] = { "fusion-split", "wrap-fusions" };
   emu_compile c = { e->ctx, x, { 0 } };
   rt_target t = {
     .name = "GPU emulator",

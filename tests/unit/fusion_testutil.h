@@ -77,8 +77,8 @@ static inline hj_status ftu_optimize(hlo_module *m) {
    the order the backend needs (the matmul emitter takes canonical dots only). */
 static inline hj_status ftu_canon_optimize(hlo_module *m) {
   bool ch = false;
-  hj_status st = pass_inline_calls(m, &ch);
-  if (st == HJ_OK) st = pass_dot_canonicalize(m, 0, &ch);
+  hj_status st = hlo_pass_inline_calls(NULL, m, &ch);
+  if (st == HJ_OK) st = hlo_pass_dot_canon(NULL, m, &ch);
   return st == HJ_OK ? ftu_optimize(m) : st;
 }
 

@@ -85,7 +85,7 @@ static void test_inline_calls(void **state) {
   hj_ctx_t *ctx = tu_ctx();
   hlo_module *m = cb_parse(ctx, cb_inline_text), *c = hlo_module_clone(m);
   bool ch = false;
-  CHECK_OK(ctx, pass_inline_calls(c, &ch));
+  CHECK_OK(ctx, hlo_pass_inline_calls(NULL, c, &ch));
   assert_true(ch);
   CHECK_OK(ctx, hlo_verify_module(c));
   char *t = cb_print(c);
@@ -121,7 +121,7 @@ static void test_wrap_fusions(void **state) {
   hj_ctx_t *ctx = tu_ctx();
   hlo_module *m = cb_parse(ctx, cb_wrap_text), *c = hlo_module_clone(m);
   bool ch = false;
-  CHECK_OK(ctx, pass_wrap_fusions(c, &ch));
+  CHECK_OK(ctx, hlo_pass_wrap_fusions(NULL, c, &ch));
   assert_true(ch);
   CHECK_OK(ctx, hlo_verify_module(c));
   char *t = cb_print(c);
@@ -142,7 +142,7 @@ static void test_wrap_fusions(void **state) {
   assert_true(strstr(t, "wrapped_m_computation {") < strstr(t, "ENTRY main"));
   cb_same_results(ctx, m, c);
   ch = true;
-  CHECK_OK(ctx, pass_wrap_fusions(c, &ch));                /* idempotent */
+  CHECK_OK(ctx, hlo_pass_wrap_fusions(NULL, c, &ch));                /* idempotent */
   assert_false(ch);
   free(t);
   hlo_module_free(c);
@@ -156,7 +156,7 @@ static void test_wrap_fusions(void **state) {
 static hlo_module *cb_plan(hj_ctx_t *ctx, const char *text, ba_plan *p) {
   hlo_module *m = cb_parse(ctx, text);
   bool ch;
-  CHECK_OK(ctx, pass_wrap_fusions(m, &ch));
+  CHECK_OK(ctx, hlo_pass_wrap_fusions(NULL, m, &ch));
   CHECK_OK(ctx, ba_assign(ctx, m->entry, NULL, p));
   return m;
 }
@@ -452,7 +452,7 @@ static void test_buffer_inplace_elementwise(void **state) {
   hj_ctx_t *ctx = tu_ctx();
   hlo_module *m = cb_parse(ctx, cb_inplace_text);
   bool ch;
-  CHECK_OK(ctx, pass_wrap_fusions(m, &ch));
+  CHECK_OK(ctx, hlo_pass_wrap_fusions(NULL, m, &ch));
   ba_plan p, plain;
   CHECK_OK(ctx, ba_assign_ex(ctx, m->entry, NULL, cb_may_inplace, NULL, &p));
   CHECK_OK(ctx, ba_assign(ctx, m->entry, NULL, &plain));

@@ -27,6 +27,7 @@ int main(void) {
 }
 #else
 #include "backends/cuda/cuda_codegen.h"
+#include "hlojit_impl/emitters/emit.h"
 #include <time.h>
 
 static double tc_ms(void) {
@@ -100,7 +101,7 @@ static void tc_build_saxpy(tc_mod *t) {
   LLVMTypeRef kp[] = { t->f32, t->gptr, t->gptr, t->i32 };
   LLVMTypeRef kty = LLVMFunctionType(LLVMVoidTypeInContext(t->c), kp, 4, 0);
   LLVMValueRef k = LLVMAddFunction(t->m, "saxpy", kty);
-  cuda_mark_kernel(t->m, k, 256, 0);
+  emit_gpu_mark_kernel(t->m, k, 256, 0);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(t->c, k, "entry");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(t->c, k, "body");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(t->c, k, "done");
@@ -189,7 +190,7 @@ static void tc_build_math(tc_mod *t) {
   const char *unary[] = { "__nv_expf", "__nv_logf", "__nv_tanhf" };
   LLVMTypeRef kp[] = { t->gptr, t->gptr };
   LLVMValueRef k = LLVMAddFunction(t->m, "math", LLVMFunctionType(LLVMVoidTypeInContext(t->c), kp, 2, 0));
-  cuda_mark_kernel(t->m, k, 128, 4);
+  emit_gpu_mark_kernel(t->m, k, 128, 4);
   LLVMPositionBuilderAtEnd(t->b, LLVMAppendBasicBlockInContext(t->c, k, "e"));
   LLVMValueRef i = LLVMBuildZExt(t->b, tc_sreg(t, "llvm.nvvm.read.ptx.sreg.tid.x"), t->i64, "");
   LLVMValueRef x = LLVMBuildLoad2(t->b, t->f32, LLVMBuildGEP2(t->b, t->f32, LLVMGetParam(k, 0), &i, 1, ""), "");
@@ -269,7 +270,7 @@ static void test_intrinsic_names(void **state) {
   assert_non_null(fma);
   LLVMTypeRef kp[] = { t.gptr };
   LLVMValueRef k = LLVMAddFunction(t.m, "ex2k", LLVMFunctionType(LLVMVoidTypeInContext(t.c), kp, 1, 0));
-  cuda_mark_kernel(t.m, k, 0, 0);
+  emit_gpu_mark_kernel(t.m, k, 0, 0);
   LLVMPositionBuilderAtEnd(t.b, LLVMAppendBasicBlockInContext(t.c, k, "e"));
   LLVMValueRef x = LLVMBuildLoad2(t.b, t.f32, LLVMGetParam(k, 0), "");
   LLVMValueRef y = LLVMBuildCall2(t.b, LLVMGlobalGetValueType(ex2), ex2, &x, 1, "");
@@ -293,7 +294,7 @@ static void test_bad_module(void **state) {
   cuda_codegen *cg = tc_cg(CUDA_SM_80);
   tc_mod t = tc_begin(cg, "bad_mod");
   LLVMValueRef k = LLVMAddFunction(t.m, "bad", LLVMFunctionType(LLVMVoidTypeInContext(t.c), NULL, 0, 0));
-  cuda_mark_kernel(t.m, k, 32, 0);
+  emit_gpu_mark_kernel(t.m, k, 32, 0);
   LLVMPositionBuilderAtEnd(t.b, LLVMAppendBasicBlockInContext(t.c, k, "e"));
   LLVMBuildRet(t.b, LLVMConstInt(t.i32, 1, 0));   /* a void function returning i32 */
   char *ptx = (char *)1;

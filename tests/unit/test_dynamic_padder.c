@@ -7,7 +7,7 @@
      $A(a,b,c) a dim of size (a n + b) / c ("<=" and the bound in the padded one);
      $V(a,b,c) the number (a n + b) / c.
    For every real size s in 1..B (from the case's minimum) the unpadded module (every n = s)
-   and the padded one (n = B, bounded dims, then pass_dynamic_pad) run on the same data:
+   and the padded one (n = B, bounded dims, then hlo_pass_dynamic_pad) run on the same data:
    the padded inputs hold the unpadded values at the same indices and zeros elsewhere (the
    pass's contract), the size parameters hold s, and each output, cut back to the real size
    the pass reports (a size parameter or a size output), must equal the unpadded output bit
@@ -236,8 +236,8 @@ static void tdp_run(hj_ctx_t *ctx, const tdp_case *tc, int64_t s) {
     ap[p] = tdp_input(ctx, tc, p, &mp->entry->params[p]->shape, us->dims, s);
   }
   pass_dyn_info info;
-  hj_status st = pass_dynamic_pad(mp, &info);
-  if (st != HJ_OK) fail_msg("%s: pass_dynamic_pad: %s", tc->name, hj_ctx_error(ctx));
+  hj_status st = hlo_pass_dynamic_pad(&(hlo_pass_ctx){ .dyn_info = &info }, mp, NULL);
+  if (st != HJ_OK) fail_msg("%s: hlo_pass_dynamic_pad: %s", tc->name, hj_ctx_error(ctx));
   assert_int_equal(info.nparams, np);
   for (ptrdiff_t k = 0; k < arrlen(info.params); k++) {
     hlo_shape ss = hlo_shape_scalar(HLO_S32);
@@ -294,7 +294,7 @@ static void test_declined(void **state) {
     char *tp = tdp_subst(tdp_declined[c].text, TDP_B, true);
     hlo_module *m = tdp_parse(ctx, tp);
     pass_dyn_info info;
-    hj_status st = pass_dynamic_pad(m, &info);
+    hj_status st = hlo_pass_dynamic_pad(&(hlo_pass_ctx){ .dyn_info = &info }, m, NULL);
     if (st != HJ_ERR_UNSUPPORTED) fail_msg("%s: got %s (%s)", tdp_declined[c].name, hj_status_name(st), hj_ctx_error(ctx));
     char want[64];
     snprintf(want, sizeof want, "op '%s'", ops[c]);
@@ -334,7 +334,7 @@ static void test_signature(void **state) {
   char *tp = tdp_subst(tdp_cases[6].text, TDP_B, true);   /* concatenate */
   hlo_module *m = tdp_parse(ctx, tp);
   pass_dyn_info info;
-  CHECK_OK(ctx, pass_dynamic_pad(m, &info));
+  CHECK_OK(ctx, hlo_pass_dynamic_pad(&(hlo_pass_ctx){ .dyn_info = &info }, m, NULL));
   assert_int_equal(arrlen(info.params), 2);
   assert_int_equal(info.params[0].param, 0);
   assert_int_equal(info.params[0].size_param, 3);

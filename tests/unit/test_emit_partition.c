@@ -120,7 +120,7 @@ static int tp_split_checked(hlo_module *orig, bool *changed) {
   rt_pass_ctx_init(&pc, tp_interp);
   pc.dump_dir = NULL;
   CHECK_OK(tp_interp, hlo_run_pipeline(&pc, m, NULL));
-  CHECK_OK(tp_interp, pass_fusion_split(m, changed));
+  CHECK_OK(tp_interp, hlo_pass_fusion_split(NULL, m, changed));
   CHECK_OK(tp_interp, hlo_verify_module(m));
   int nf = 0;
   tp_max_tuples = 0;

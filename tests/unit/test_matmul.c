@@ -138,7 +138,7 @@ static void test_dot_canon_cases(void **state) {
     CHECK_OK(ctx, hlo_eval_module(ctx, m, args, n, &before));
     bool changed = false, canonical;
     int ntrans;
-    CHECK_OK(ctx, pass_dot_canonicalize(m, 0, &changed));
+    CHECK_OK(ctx, hlo_pass_dot_canon(NULL, m, &changed));
     CHECK_OK(ctx, hlo_verify_module(m));
     tm_scan(m, &canonical, &ntrans);
     CHECK_OK(ctx, hlo_eval_module(ctx, m, args, n, &after));
@@ -151,7 +151,7 @@ static void test_dot_canon_cases(void **state) {
                hlo_literal_equal(before, after), txt ? txt : "");
     }
     /* a second run finds nothing to do */
-    CHECK_OK(ctx, pass_dot_canonicalize(m, 0, &changed));
+    CHECK_OK(ctx, hlo_pass_dot_canon(NULL, m, &changed));
     assert_false(changed);
     hlo_literal_free(before);
     hlo_literal_free(after);
@@ -168,7 +168,7 @@ static void test_dot_canon_leaves_canonical(void **state) {
       "  ROOT d = f32[2,3,5] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
       "lhs_contracting_dims={2}, rhs_contracting_dims={2}\n}\n");
   bool changed = true;
-  CHECK_OK(ctx, pass_dot_canonicalize(m, 0, &changed));
+  CHECK_OK(ctx, hlo_pass_dot_canon(NULL, m, &changed));
   assert_false(changed);
   assert_int_equal(arrlen(m->entry->instrs), 3);
   hlo_module_free(m);

@@ -515,7 +515,7 @@ static void tp_canon(int panel_nr, bool want_changed) {
   hlo_literal *before = NULL, *after = NULL;
   CHECK_OK(ctx, hlo_eval_module(ctx, m, args, n, &before));
   bool changed = false;
-  CHECK_OK(ctx, pass_dot_canonicalize(m, panel_nr, &changed));
+  CHECK_OK(ctx, hlo_pass_dot_canon(&(hlo_pass_ctx){ .matmul_panel_nr = panel_nr }, m, &changed));
   assert_int_equal(changed, want_changed);
   CHECK_OK(ctx, hlo_verify_module(m));
   const hlo_instr *dot = NULL;
