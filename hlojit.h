@@ -403,6 +403,11 @@ hj_tensor_t hj_clamp(hj_tensor_t lo, hj_tensor_t x, hj_tensor_t hi);  /* XLA's o
 hj_tensor_t hj_convert(hj_tensor_t x, hj_dtype_t t);          /* value conversion */
 hj_tensor_t hj_bitcast_convert(hj_tensor_t x, hj_dtype_t t);  /* same-size reinterpretation */
 hj_tensor_t hj_copy(hj_tensor_t x);
+/* XLA's reduce-precision: |x| (float) rounded to |mantissa_bits| (0..64) mantissa bits, half
+   to even, then to the range of |exponent_bits| (1..64) exponent bits: overflow to signed
+   infinity, underflow (subnormals too) to signed zero; the result keeps x's dtype. (8, 7)
+   rounds f32 as bf16 would, (5, 10) as f16 (but without f16's subnormals). */
+hj_tensor_t hj_reduce_precision(hj_tensor_t x, int exponent_bits, int mantissa_bits);
 
 /* ---- shape and indexing (arrays of dims have |n| entries) ---- */
 hj_tensor_t hj_broadcast_in_dim(hj_tensor_t x, hj_shape_t s, const int64_t *dims, int n);

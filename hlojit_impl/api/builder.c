@@ -569,7 +569,7 @@ static hj_tensor_t bld_binary(const char *op, hlo_opcode opc, hj_tensor_t a, hj_
 #define BLD_DEF_B(fn, opc) \
   hj_tensor_t fn(hj_tensor_t a, hj_tensor_t b) { return bld_binary(#fn, opc, a, b, -1); }
 #define BLD_DEF_N(fn, opc)
-#define X(e, s, a, k, ty, co, em, lm, ev, bl) BLD_CALL(BLD_##bl, HLO_OP_##e)
+#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) BLD_CALL(BLD_##bl, HLO_OP_##e)
 HLO_OPCODES(X)
 #undef X
 
@@ -623,6 +623,16 @@ hj_tensor_t hj_convert(hj_tensor_t x, hj_dtype_t t) {
 }
 hj_tensor_t hj_bitcast_convert(hj_tensor_t x, hj_dtype_t t) {
   return bld_convert("hj_bitcast_convert", HLO_OP_BITCAST_CONVERT, x, t);
+}
+
+hj_tensor_t hj_reduce_precision(hj_tensor_t x, int exponent_bits, int mantissa_bits) {
+  const char *op = "hj_reduce_precision";
+  hj_graph_t *g;
+  hlo_instr *a;
+  if (!hj__operands(op, &x, 1, &g, &a)) return bld_poison(g);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_REDUCE_PRECISION, NULL, &a, 1);
+  if (ins) ins->exponent_bits = exponent_bits, ins->mantissa_bits = mantissa_bits;
+  return hj__op_finish(g, op, ins);
 }
 
 #undef BLD_MSG

@@ -159,6 +159,36 @@ static LLVMValueRef ele_float(emit_fn *f, hlo_opcode op, LLVMValueRef *v) {
   }
 }
 
+/* reduce-precision on the storage bits of |t|, as eval_elem.c's eve_reduce_precision. */
+static LLVMValueRef ele_reduce_precision(emit_fn *f, hlo_type t, LLVMValueRef x, int eb, int mb) {
+  LLVMBuilderRef b = f->em->b;
+  LLVMValueRef v = emitp_to_bits(f, t, x), r = v;
+  LLVMTypeRef it = LLVMTypeOf(v);
+  int width = 8 * hlo_type_size(t), sm = t == HLO_F16 ? 10 : t == HLO_BF16 ? 7 : t == HLO_F32 ? 23 : 52;
+  int se = width - 1 - sm;
+  uint64_t expm = ((1ull << se) - 1) << sm, sign = 1ull << (width - 1);
+  LLVMValueRef cexp = LLVMConstInt(it, expm, 0);
+  if (mb < sm) {
+    uint64_t last = 1ull << (sm - mb);
+    LLVMValueRef lastbit = LLVMBuildLShr(b, LLVMBuildAnd(b, r, LLVMConstInt(it, last, 0), ""),
+                                         LLVMConstInt(it, (unsigned)(sm - mb), 0), "");
+    LLVMValueRef bias = LLVMBuildAdd(b, lastbit, LLVMConstInt(it, (last >> 1) - 1, 0), "");
+    r = LLVMBuildAnd(b, LLVMBuildAdd(b, r, bias, ""), LLVMConstInt(it, ~(last - 1), 0), "");
+  }
+  if (eb < se) {
+    uint64_t bias = (1ull << (se - 1)) - 1, rbias = (1ull << (eb - 1)) - 1;
+    LLVMValueRef xe = LLVMBuildAnd(b, r, cexp, "");
+    LLVMValueRef szero = LLVMBuildAnd(b, r, LLVMConstInt(it, sign, 0), "");
+    LLVMValueRef over = LLVMBuildICmp(b, LLVMIntUGT, xe, LLVMConstInt(it, (bias + rbias) << sm, 0), "");
+    LLVMValueRef under = LLVMBuildICmp(b, LLVMIntULE, xe, LLVMConstInt(it, (bias - rbias) << sm, 0), "");
+    r = LLVMBuildSelect(b, over, LLVMBuildOr(b, szero, cexp, ""), r, "");
+    r = LLVMBuildSelect(b, under, szero, r, "");
+  }
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  r = LLVMBuildSelect(b, nan, v, r, "");
+  return emitp_from_bits(f, t, r);
+}
+
 /* ---- integer ops --------------------------------------------------------------------------- */
 
 /* x^y mod 2^N by square-and-multiply over the |nb| low bits of y, unrolled (no branches). */
@@ -353,6 +383,7 @@ static LLVMValueRef ele_elementwise(emit_fn *f, const hlo_instr *ins, const hlo_
     if (t0 == t) return v[0];
     return emitp_from_bits(f, t, emitp_to_bits(f, t0, v[0]));
   case HLO_OP_COPY: return v[0];
+  case HLO_OP_REDUCE_PRECISION: return ele_reduce_precision(f, t, v[0], e->exponent_bits, e->mantissa_bits);
   case HLO_OP_IS_FINITE: {
     LLVMValueRef a = ele_fintr(f, "llvm.fabs", v[0]);
     LLVMTypeRef ft = LLVMTypeOf(a);

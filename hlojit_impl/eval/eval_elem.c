@@ -452,6 +452,28 @@ static void eve_is_finite(hlo_type t, const void *a, uint8_t *o, int n) {
   }
 }
 
+/* XLA's reduce-precision (ReducePrecision in its evaluator) on the storage bits |v| of a
+   float |t| (f16, bf16, f32, f64): the mantissa rounded to |mb| bits, half to even; then,
+   with |eb| exponent bits fewer than |t|'s, overflow to signed infinity and underflow (the
+   subnormals included) to signed zero. A NaN stays itself (XLA's CPU and GPU emitters and
+   so JAX; XLA's HloEvaluator makes it +inf when mb = 0). */
+static uint64_t eve_reduce_precision(hlo_type t, uint64_t v, int eb, int mb) {
+  int width = eve_bits(t), sm = t == HLO_F16 ? 10 : t == HLO_BF16 ? 7 : t == HLO_F32 ? 23 : 52;
+  int se = width - 1 - sm;
+  uint64_t sign = 1ull << (width - 1), expm = ((1ull << se) - 1) << sm, x = v;
+  bool nan = (v & expm) == expm && (v & ((1ull << sm) - 1));
+  if (mb < sm) {
+    uint64_t last = 1ull << (sm - mb);
+    x = (x + (last >> 1) - 1 + ((x & last) >> (sm - mb))) & ~(last - 1) & eve_mask(width);
+  }
+  if (eb < se) {
+    uint64_t bias = (1ull << (se - 1)) - 1, rbias = (1ull << (eb - 1)) - 1, xe = x & expm;
+    if (xe > (bias + rbias) << sm) x = (x & sign) | expm;
+    if (xe <= (bias - rbias) << sm) x &= sign;
+  }
+  return nan ? v : x;
+}
+
 /* Raw element copy (copy, bitcast-convert): |out| may equal |in|. */
 static void eve_raw_copy(int sz, const void *in, bool bc, void *out, int64_t n) {
   if (!bc) {
@@ -468,6 +490,16 @@ void hlo_elem_run(const hlo_elem_op *e, const void *const *in, const bool *bcast
   for (int k = 0; k < e->nin && k < 3; k++) bc[k] = bcast && bcast[k];
   if (e->op == HLO_OP_SELECT) {
     eve_select(e, in, bc, out, n);
+    return;
+  }
+  if (e->op == HLO_OP_REDUCE_PRECISION) {   /* on the storage bits, not the compute type */
+    size_t sz = (size_t)hlo_type_size(e->out);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t v = 0;   /* little endian: the low |sz| bytes */
+      memcpy(&v, (const char *)in[0] + (bc[0] ? 0 : i) * (int64_t)sz, sz);
+      v = eve_reduce_precision(e->out, v, e->exponent_bits, e->mantissa_bits);
+      memcpy((char *)out + i * (int64_t)sz, &v, sz);
+    }
     return;
   }
   if (e->op == HLO_OP_BITCAST_CONVERT || (e->op == HLO_OP_COPY) ||

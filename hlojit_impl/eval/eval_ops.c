@@ -418,25 +418,9 @@ static hj_status evo_reverse(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *c
 
 /* ---- the switch ------------------------------------------------------------------------------ */
 
-/* Operand count per op: exact, or a minimum for the variadic ones. */
-static bool evo_arity_ok(const hlo_instr *ins) {
-  int n = ins->noperands;
-  switch (ins->op) {
-  case HLO_OP_IOTA: return n == 0;
-  case HLO_OP_PAD: case HLO_OP_GATHER: case HLO_OP_DOT: return n == 2;
-  case HLO_OP_DYNAMIC_SLICE: return n >= 2;
-  case HLO_OP_DYNAMIC_UPDATE_SLICE: return n >= 3;
-  case HLO_OP_CONCATENATE: return n >= 1;
-  case HLO_OP_SCATTER: return n >= 3 && n % 2 == 1;
-  case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: return n >= 2 && n % 2 == 0;
-  case HLO_OP_SORT: return n >= 1;
-  default: return n == 1;
-  }
-}
-
 /* The opcode table's eval column: the function of each structural op. */
 static hlo_eval_op_fn *const evo_fns[HLO_OP_COUNT] = {
-#define X(e, s, a, k, ty, co, em, lm, ev, bl) [HLO_OP_##e] = ev,
+#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) [HLO_OP_##e] = ev,
   HLO_OPCODES(X)
 #undef X
 };
@@ -462,7 +446,9 @@ hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *
   if ((unsigned)ins->op >= HLO_OP_COUNT || !evo_fns[ins->op])
     return hj__err(ctx, HJ_ERR_UNSUPPORTED, "evaluator: '%s' is not a structural op",
                    hlo_opcode_name(ins->op));
-  if (!evo_arity_ok(ins)) return hlo_evo_err(ctx, ins, "wrong number of operands (%d)", ins->noperands);
+  const char *want;
+  if (!hlo_operand_count_ok(ins->op, ins->noperands, &want))
+    return hlo_evo_err(ctx, ins, "wrong number of operands (%d)", ins->noperands);
   if (!evo_all_arrays(ops, ins->noperands)) return hlo_evo_err(ctx, ins, "operands must be arrays");
   /* Only the variadic reduce, reduce-window, sort and scatter may return tuples. */
   bool tuple_ok = ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_REDUCE_WINDOW ||

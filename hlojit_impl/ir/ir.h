@@ -128,7 +128,8 @@ typedef struct hj_module hlo_module;
   I(scatter.input_batching_dims) I(scatter.scatter_indices_batching_dims)                 \
   S(scatter.index_vector_dim) S(scatter.indices_are_sorted) S(scatter.unique_indices)     \
   I(window.size) I(window.stride) I(window.pad_lo) I(window.pad_hi)                       \
-  I(window.base_dilation) I(window.window_dilation) S(fusion_kind) S(is_stable)
+  I(window.base_dilation) I(window.window_dilation) S(fusion_kind) S(is_stable)            \
+  S(exponent_bits) S(mantissa_bits)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -155,6 +156,7 @@ typedef struct hlo_instr {
   hlo_window window;                  /* reduce-window */
   hlo_fusion_kind fusion_kind;
   bool is_stable;                     /* sort */
+  int64_t exponent_bits, mantissa_bits;  /* reduce-precision */
   bool is_root;
   hlo_literal *literal;               /* constant (arena) */
 } hlo_instr;
@@ -264,6 +266,7 @@ bool hlo_type_from_name(const char *s, size_t n, hlo_type *out);
 /* The opcode table's columns (opcodes.h says what each means). */
 const char *hlo_opcode_name(hlo_opcode op);
 int hlo_opcode_arity(hlo_opcode op);               /* -1: variadic */
+int hlo_opcode_calls(hlo_opcode op);               /* -1: any number */
 hlo_op_kind hlo_opcode_kind(hlo_opcode op);
 hlo_op_types hlo_opcode_types(hlo_opcode op);
 hlo_op_cost hlo_opcode_cost(hlo_opcode op);
@@ -514,6 +517,14 @@ hj_status hlo_verify_aliases(const hlo_module *m);
    type |t| for op in {add multiply maximum minimum and or}, else HLO_OP_COUNT; *swapped
    says the root is op(param1, param0) (max/min are not bitwise commutative on ±0, NaN). */
 bool hlo_op_is_elementwise(const hlo_instr *ins);
+/* |n| operands are what |op| takes (its arity, or the rule of a variadic op: reduce's even
+   count, scatter's odd one, ...); *want says what it takes ("an even number >= 2 of", ""
+   for an exact arity), for messages. The parser and the evaluator check with it. */
+bool hlo_operand_count_ok(hlo_opcode op, int n, const char **want);
+/* Element type |t| is one that an op of the opcode table's types column |ty| takes; *want
+   (when |want| is not NULL) names what it takes ("floating-point", "pred or integral",
+   ...), for messages. */
+bool hlo_types_admit(hlo_op_types ty, hlo_type t, const char **want);
 typedef struct hlo_elem_op {
   hlo_opcode op;
   hlo_type out;                       /* result element type */
@@ -521,6 +532,7 @@ typedef struct hlo_elem_op {
   int nin;
   hlo_cmp_dir dir;                    /* compare */
   hlo_cmp_type cmp_type;              /* compare */
+  int exponent_bits, mantissa_bits;   /* reduce-precision */
 } hlo_elem_op;
 /* Fills |e| from |ins|; false when |ins| is not elementwise (or not on arrays). */
 bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);

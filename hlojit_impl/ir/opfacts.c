@@ -17,15 +17,15 @@ static const struct { const char *name; int size; hlo_type_class cls; } type_tab
 
 static const struct {
   const char *name;
-  int arity;
+  int arity, calls;
   hlo_op_kind kind;
   hlo_op_types types;
   hlo_op_cost cost;
   hlo_op_emit emit;
   const char *libm;
 } op_table[] = {
-#define X(e, s, a, k, ty, co, em, lm, ev, bl) \
-  { s, a, HLO_KIND_##k, HLO_TYPES_##ty, HLO_COST_##co, HLO_EMIT_##em, lm },
+#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) \
+  { s, a, ca, HLO_KIND_##k, HLO_TYPES_##ty, HLO_COST_##co, HLO_EMIT_##em, lm },
   HLO_OPCODES(X)
 #undef X
 };
@@ -52,6 +52,7 @@ bool hlo_type_from_name(const char *s, size_t n, hlo_type *out) {
 
 const char *hlo_opcode_name(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].name : "?"; }
 int hlo_opcode_arity(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].arity : -1; }
+int hlo_opcode_calls(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].calls : 0; }
 hlo_op_kind hlo_opcode_kind(hlo_opcode op) {
   return (unsigned)op < HLO_OP_COUNT ? op_table[op].kind : HLO_KIND_OTHER;
 }
@@ -95,6 +96,38 @@ const char *hlo_fusion_kind_name(hlo_fusion_kind k) {
 
 /* ---- facts ------------------------------------------------------------------------------ */
 
+bool hlo_types_admit(hlo_op_types ty, hlo_type t, const char **want) {
+  static const char *const wants[] = { [HLO_TYPES_ANY] = "any type", [HLO_TYPES_FLOAT] = "floating-point",
+    [HLO_TYPES_INT] = "integral", [HLO_TYPES_BITS] = "pred or integral",
+    [HLO_TYPES_SIGNED] = "signed integral or floating-point",
+    [HLO_TYPES_NUMERIC] = "integral or floating-point" };
+  hlo_type_class k = hlo_type_class_of(t);
+  bool ok = k != HLO_CLASS_OTHER;
+  switch (ty) {
+  case HLO_TYPES_ANY: break;
+  case HLO_TYPES_FLOAT: ok = k == HLO_CLASS_FLOAT; break;
+  case HLO_TYPES_INT: ok = k == HLO_CLASS_SINT || k == HLO_CLASS_UINT; break;
+  case HLO_TYPES_BITS: ok = k == HLO_CLASS_SINT || k == HLO_CLASS_UINT || k == HLO_CLASS_PRED; break;
+  case HLO_TYPES_SIGNED: ok = k == HLO_CLASS_SINT || k == HLO_CLASS_FLOAT; break;
+  case HLO_TYPES_NUMERIC: ok = k == HLO_CLASS_SINT || k == HLO_CLASS_UINT || k == HLO_CLASS_FLOAT; break;
+  }
+  if (want) *want = (unsigned)ty < sizeof wants / sizeof wants[0] ? wants[ty] : "?";
+  return ok;
+}
+
+bool hlo_operand_count_ok(hlo_opcode op, int n, const char **want) {
+  int a = hlo_opcode_arity(op);
+  if (a >= 0) return *want = "", n == a;
+  switch (op) {
+  case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: *want = "an even number >= 2 of"; return n >= 2 && n % 2 == 0;
+  case HLO_OP_SCATTER: *want = "an odd number >= 3 of"; return n >= 3 && n % 2 == 1;
+  case HLO_OP_DYNAMIC_UPDATE_SLICE: *want = "at least 2"; return n >= 2;
+  case HLO_OP_DYNAMIC_SLICE: case HLO_OP_CONCATENATE: case HLO_OP_SORT: case HLO_OP_MAP:
+  case HLO_OP_CONDITIONAL: *want = "at least 1"; return n >= 1;
+  default: *want = ""; return true;
+  }
+}
+
 bool hlo_op_is_elementwise(const hlo_instr *ins) {
   if (!hlo_shape_is_array(&ins->shape) || hlo_opcode_kind(ins->op) == HLO_KIND_OTHER) return false;
   if (ins->op == HLO_OP_BITCAST_CONVERT)
@@ -116,6 +149,12 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e) {
   }
   e->dir = ins->cmp_dir;
   e->cmp_type = ins->cmp_type;
+  if (ins->op == HLO_OP_REDUCE_PRECISION) {   /* out of range: hlo_elem_unsupported says so */
+    bool ok = ins->exponent_bits >= 1 && ins->exponent_bits <= 64 && ins->mantissa_bits >= 0 &&
+              ins->mantissa_bits <= 64;
+    e->exponent_bits = ok ? (int)ins->exponent_bits : 0;
+    e->mantissa_bits = ok ? (int)ins->mantissa_bits : -1;
+  }
   if (ins->op == HLO_OP_BITCAST_CONVERT && hlo_type_size(e->in[0]) != hlo_type_size(e->out))
     return false;  /* changes the shape: not elementwise */
   return true;
@@ -131,7 +170,6 @@ const char *hlo_elem_unsupported(const hlo_elem_op *e) {
   for (int k = 0; k < e->nin; k++)
     if (e->in[k] >= HLO_TUPLE) return "operands must be arrays";
   if (e->out >= HLO_TUPLE) return "result must be an array";
-  bool is_f = hlo_type_is_float(t), is_i = hlo_type_is_int(t);
   const char *bad = NULL;
   switch (e->op) {
   case HLO_OP_CONVERT: return NULL;
@@ -148,20 +186,18 @@ const char *hlo_elem_unsupported(const hlo_elem_op *e) {
   case HLO_OP_IS_FINITE:
     if (e->out != HLO_PRED) bad = "result must be pred";
     break;
+  case HLO_OP_REDUCE_PRECISION:
+    if (e->in[0] != e->out) bad = "operand types differ from the result";
+    else if (e->exponent_bits < 1 || e->mantissa_bits < 0)
+      bad = "needs exponent_bits in [1, 64] and mantissa_bits in [0, 64]";
+    break;
   default:
     for (int k = 0; k < e->nin; k++)
       if (e->in[k] != e->out) bad = "operand types differ from the result";
     break;
   }
   if (bad) return bad;
-  bool ok = true;
-  switch (hlo_opcode_types(e->op)) {
-  case HLO_TYPES_ANY: break;
-  case HLO_TYPES_FLOAT: ok = is_f; break;
-  case HLO_TYPES_INT: ok = is_i; break;
-  case HLO_TYPES_BITS: ok = is_i || t == HLO_PRED; break;
-  }
-  if (ok) return NULL;
+  if (hlo_types_admit(hlo_opcode_types(e->op), t, NULL)) return NULL;
   snprintf(msg, sizeof msg, "not defined on %s", hlo_type_name(t));
   return msg;
 }

@@ -178,19 +178,14 @@ static hj_status si_unary(hlo_si_cx *c, hlo_shape *out) {
   const hlo_shape *a = hlo_si_op(c, 0);
   if (c->ins->op == HLO_OP_COPY) { *out = hlo_si_result(a); return HJ_OK; }
   if ((st = hlo_si_array(c, 0))) return st;
-  hlo_type_class k = hlo_type_class_of(a->type);
-  bool ok;
   const char *want;
-  switch (c->ins->op) {
-  case HLO_OP_ABS: case HLO_OP_SIGN:
-    ok = k == HLO_CLASS_SINT || k == HLO_CLASS_FLOAT; want = "a signed or floating"; break;
-  case HLO_OP_NEGATE: ok = k == HLO_CLASS_SINT || k == HLO_CLASS_UINT || k == HLO_CLASS_FLOAT;
-    want = "an integral or floating"; break;
-  case HLO_OP_NOT: ok = k != HLO_CLASS_FLOAT; want = "a pred or integral"; break;
-  case HLO_OP_POPCNT: case HLO_OP_CLZ: ok = hlo_type_is_int(a->type); want = "an integral"; break;
-  default: ok = k == HLO_CLASS_FLOAT; want = "a floating-point"; break;
-  }
-  if (!ok) return hlo_si_err(c, "expects %s element type, got %s", want, hlo_si_str(c, 0, a));
+  bool ok = hlo_types_admit(hlo_opcode_types(c->ins->op), a->type, &want);
+  if (!ok) return hlo_si_err(c, "element type must be %s, got %s", want, hlo_si_str(c, 0, a));
+  const hlo_instr *x = c->ins;
+  if (x->op == HLO_OP_REDUCE_PRECISION &&
+      (x->exponent_bits < 1 || x->exponent_bits > 64 || x->mantissa_bits < 0 || x->mantissa_bits > 64))
+    return hlo_si_err(c, "exponent_bits %lld must be in [1, 64] and mantissa_bits %lld in [0, 64]",
+                      (long long)x->exponent_bits, (long long)x->mantissa_bits);
   *out = hlo_si_with_type(a, c->ins->op == HLO_OP_IS_FINITE ? HLO_PRED : a->type);
   return HJ_OK;
 }
@@ -215,16 +210,10 @@ static hj_status si_binary(hlo_si_cx *c, hlo_shape *out) {
   hlo_shape r = hlo_si_result(hlo_si_op(c, 0));
   if ((st = si_same(c, 0, 1, &r))) return st;
   hlo_type_class k = hlo_type_class_of(r.type);
+  const char *want;
+  if (!hlo_types_admit(hlo_opcode_types(c->ins->op), r.type, &want))
+    return hlo_si_err(c, "operands must be %s, got %s", want, hlo_si_str(c, 0, &r));
   switch (c->ins->op) {
-  case HLO_OP_AND: case HLO_OP_OR: case HLO_OP_XOR:
-    if (k == HLO_CLASS_FLOAT) return hlo_si_err(c, "expects pred or integral operands, got %s", hlo_si_str(c, 0, &r));
-    break;
-  case HLO_OP_SHL: case HLO_OP_SHRA: case HLO_OP_SHRL:
-    if (!hlo_type_is_int(r.type)) return hlo_si_err(c, "expects integral operands, got %s", hlo_si_str(c, 0, &r));
-    break;
-  case HLO_OP_ATAN2:
-    if (k != HLO_CLASS_FLOAT) return hlo_si_err(c, "expects floating-point operands, got %s", hlo_si_str(c, 0, &r));
-    break;
   case HLO_OP_COMPARE: {
     hlo_cmp_type t = c->ins->cmp_type;
     bool ok = t == HLO_CMPT_DEFAULT || ((t == HLO_CMPT_FLOAT || t == HLO_CMPT_TOTALORDER) && k == HLO_CLASS_FLOAT) ||

@@ -44,19 +44,6 @@ static bool vf_layout_ok(const hlo_shape *s) {
   return true;
 }
 
-/* How many computations each opcode calls: exact, or -1 for conditional (checked by
-   shape inference against its operands). */
-static int vf_ncalls(hlo_opcode op) {
-  switch (op) {
-  case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: case HLO_OP_SCATTER: case HLO_OP_CALL:
-  case HLO_OP_MAP: case HLO_OP_SORT: case HLO_OP_FUSION:
-    return 1;
-  case HLO_OP_WHILE: return 2;
-  case HLO_OP_CONDITIONAL: return -1;
-  default: return 0;
-  }
-}
-
 /* Computation -> index in m->comps, built once per verification: fused modules have a
    computation per fusion, and a linear search per call site made verifying quadratic. */
 typedef struct { const hlo_comp *key; ptrdiff_t value; } vf_cix;
@@ -87,7 +74,7 @@ static hj_status vf_instr(const hlo_module *m, vf_cix *ix, const hlo_comp *c, co
     if (hmgeti(*defined, o) < 0)
       return vf_err(m, c, "'%s' uses '%s' before its definition", ins->name, o->name);
   }
-  int nc = vf_ncalls(ins->op);
+  int nc = hlo_opcode_calls(ins->op);
   if ((nc >= 0 && ins->ncalls != nc) || (nc < 0 && ins->ncalls < 1))
     return vf_err(m, c, "'%s' (%s) calls %d computations, expected %s%d", ins->name, on,
                   ins->ncalls, nc < 0 ? "at least " : "", nc < 0 ? 1 : nc);

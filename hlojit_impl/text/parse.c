@@ -257,20 +257,6 @@ static hj_status prs_opcode(hlo_parser *P, const hlo_tok *t, hlo_opcode *op) {
   return hlo_prs_err(P, t->pos, HJ_ERR_UNSUPPORTED, "unknown opcode '%.*s'", PRS_NM(t->s, t->n));
 }
 
-/* Operand counts the shape inference and the verifier can rely on. */
-static bool prs_arity_ok(hlo_opcode op, int n, const char **want) {
-  int a = hlo_opcode_arity(op);
-  if (a >= 0) return *want = "", n == a;
-  switch (op) {
-  case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: *want = "an even number >= 2 of"; return n >= 2 && n % 2 == 0;
-  case HLO_OP_SCATTER: *want = "an odd number >= 3 of"; return n >= 3 && n % 2 == 1;
-  case HLO_OP_DYNAMIC_UPDATE_SLICE: *want = "at least 2"; return n >= 2;
-  case HLO_OP_DYNAMIC_SLICE: case HLO_OP_CONCATENATE: case HLO_OP_SORT: case HLO_OP_MAP:
-  case HLO_OP_CONDITIONAL: *want = "at least 1"; return n >= 1;
-  default: *want = ""; return true;
-  }
-}
-
 static hj_status prs_instr_body(hlo_parser *P, const char *name, const hlo_shape *shape,
                                 bool allow_attrs, hlo_instr **out);
 
@@ -384,10 +370,10 @@ static hj_status prs_instr_body(hlo_parser *P, const char *name, const hlo_shape
   } else {
     PRS_TRY(prs_operands(P, &ops, &nops));
     const char *want;
-    if (!prs_arity_ok(op, nops, &want) && *want)
+    if (!hlo_operand_count_ok(op, nops, &want) && *want)
       return hlo_prs_err(P, parpos, HJ_ERR_PARSE, "op '%s' takes %s operands, got %d", hlo_opcode_name(op),
                          want, nops);
-    if (!prs_arity_ok(op, nops, &want))
+    if (!hlo_operand_count_ok(op, nops, &want))
       return hlo_prs_err(P, parpos, HJ_ERR_PARSE, "op '%s' takes %d operand%s, got %d", hlo_opcode_name(op),
                          hlo_opcode_arity(op), hlo_opcode_arity(op) == 1 ? "" : "s", nops);
   }

@@ -348,6 +348,8 @@ static const pra_attr pra_table[] = {
   { "false_computation", PRA_REF, PRA_S(fcomp), NULL, PRA_OPS(HLO_OP_CONDITIONAL) },
   { "branch_computations", PRA_FN, 0, pra_branches, PRA_OPS(HLO_OP_CONDITIONAL) },
   { "is_stable", PRA_BOOL, PRA_I(is_stable), NULL, PRA_OPS(HLO_OP_SORT) },
+  { "exponent_bits", PRA_INT, PRA_I(exponent_bits), NULL, PRA_OPS(HLO_OP_REDUCE_PRECISION) },
+  { "mantissa_bits", PRA_INT, PRA_I(mantissa_bits), NULL, PRA_OPS(HLO_OP_REDUCE_PRECISION) },
   { "window", PRA_FN, 0, pra_window, PRA_OPS(HLO_OP_REDUCE_WINDOW) },
   { "sharding", PRA_FN, 0, pra_sharding, PRA_ANY },
   /* No effect on values: skipped. (algorithm= may lower a dot's internal precision on some
@@ -432,6 +434,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
       *const dims[] = { "dimensions", NULL }, *const red[] = { "dimensions", "to_apply", NULL },
       *const app[] = { "to_apply", NULL }, *const fus[] = { "kind", "calls", NULL },
       *const wh[] = { "condition", "body", NULL }, *const rw[] = { "window", "to_apply", NULL },
+      *const rp[] = { "exponent_bits", "mantissa_bits", NULL },
       *const ga[] = { "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                       "slice_sizes", NULL },
       *const sc[] = { "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
@@ -448,6 +451,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
   case HLO_OP_GET_DIMENSION_SIZE: need = dims; break;
   case HLO_OP_REDUCE: case HLO_OP_SORT: need = red; break;
   case HLO_OP_MAP: case HLO_OP_CALL: need = app; break;
+  case HLO_OP_REDUCE_PRECISION: need = rp; break;
   case HLO_OP_FUSION: need = fus; break;
   case HLO_OP_WHILE: need = wh; break;
   case HLO_OP_REDUCE_WINDOW: need = rw; break;

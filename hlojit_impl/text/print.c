@@ -281,6 +281,10 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
     if (ins->cmp_type != HLO_CMPT_DEFAULT) sb_printf(sb, ", type=%s", hlo_cmp_type_name(ins->cmp_type));
     break;
   case HLO_OP_DOT: pr_dot(sb, &ins->dot); break;
+  case HLO_OP_REDUCE_PRECISION:
+    sb_printf(sb, ", exponent_bits=%lld, mantissa_bits=%lld", (long long)ins->exponent_bits,
+              (long long)ins->mantissa_bits);
+    break;
   case HLO_OP_GATHER: pr_gather(sb, &ins->gather); break;
   case HLO_OP_SCATTER: pr_scatter(sb, &ins->scatter); break;
   case HLO_OP_REDUCE_WINDOW: pr_window(sb, &ins->window); break;

@@ -10,7 +10,7 @@
 
 static const char *const fl_unary[] = { "abs", "negate", "exponential", "exponential-minus-one", "log",
   "log-plus-one", "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "erf", "floor",
-  "ceil", "round-nearest-even", "round-nearest-afz", "sign", "is-finite", "copy" };
+  "ceil", "round-nearest-even", "round-nearest-afz", "sign", "is-finite", "copy", "reduce-precision" };
 
 static bool un_approx(const char *op) {
   return !strcmp(op, "exponential") || !strcmp(op, "exponential-minus-one") || !strcmp(op, "log") ||
@@ -19,7 +19,8 @@ static bool un_approx(const char *op) {
 
 static bool un_disc(const char *op) {
   return !strcmp(op, "floor") || !strcmp(op, "ceil") || !strcmp(op, "round-nearest-even") ||
-         !strcmp(op, "round-nearest-afz") || !strcmp(op, "sign") || !strcmp(op, "is-finite");
+         !strcmp(op, "round-nearest-afz") || !strcmp(op, "sign") || !strcmp(op, "is-finite") ||
+         !strcmp(op, "reduce-precision");
 }
 
 void fg_op_unary(fg *g) {
@@ -37,7 +38,11 @@ void fg_op_unary(fg *g) {
   if (un_approx(op) && fg_approx_t(v.t)) lvl = fg_maxl(lvl, FHG_CLOSE);
   if (un_disc(op)) lvl = fg_disc(lvl);
   fg_def(g, !strcmp(op, "is-finite") ? T_PRED : v.t, v.rank, v.d, lvl);
-  fg_sb_add(&g->body, "%s(v%d)\n", op, a);
+  if (!strcmp(op, "reduce-precision"))   /* the f16 and bf16 ranges, or narrower */
+    fg_sb_add(&g->body, "%s(v%d), exponent_bits=%d, mantissa_bits=%d\n", op, a, 1 + fg_rn(g, 8),
+              fg_rn(g, 11));
+  else
+    fg_sb_add(&g->body, "%s(v%d)\n", op, a);
 }
 
 void fg_op_binary(fg *g) {

@@ -124,6 +124,24 @@ def test_round_nearest_afz(t):
           [x], [want], [t])
 
 
+# reduce-precision (exponent_bits, mantissa_bits): the f16 and bf16 ranges, narrower ones,
+# the extremes (1, 0), and each source type's own width (a no-op there).
+REDUCE_PRECISION = [(5, 10), (8, 7), (4, 3), (2, 1), (1, 0), (8, 23), (11, 52), (6, 2)]
+
+
+@pytest.mark.parametrize("t", FLOATS)
+@pytest.mark.parametrize("eb,mb", REDUCE_PRECISION)
+def test_reduce_precision(t, eb, mb):
+    # Reference: jax.lax.reduce_precision = XLA (integer ops on the storage bits, so XLA's
+    # flushing of subnormal arithmetic on CPU does not touch it), in the type itself.
+    x = oc.unary_input(t, "rp" + t)
+    want = jx(lambda v: lax.reduce_precision(v, eb, mb), x)
+    check("reduce-precision_%s_%d_%d" % (t, eb, mb),
+          module("rp", [x], "%s reduce-precision(p0), exponent_bits=%d, mantissa_bits=%d"
+                 % (shape_str(t, x.shape), eb, mb)),
+          [x], [want], [t])
+
+
 @pytest.mark.parametrize("t", FLOATS)
 def test_is_finite(t):
     x = oc.unary_input(t, "isf" + t)

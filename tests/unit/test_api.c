@@ -490,6 +490,33 @@ static void test_shape_ops(void **state) {
   }
 }
 
+/* hj_reduce_precision against values worked out by hand: (5, 10) is f16's range and
+   precision without its subnormals, (8, 7) bf16's. */
+static void test_reduce_precision(void **state) {
+  ta_fix *f = *state;
+  hj_graph_t *g = f->g;
+  hj_tensor_t x = hj_param(g, HJ_F32, HJ_SHAPE(6), "x");
+  hj_graph_output(g, hj_reduce_precision(x, 5, 10));
+  hj_graph_output(g, hj_reduce_precision(x, 8, 7));
+  /* 1 + 2^-11: the tie between 1 and 1 + 2^-10 goes to the even 1 (10 bits), and to 1 at 7
+     bits; 1 + 3 * 2^-11 rounds up at 10 bits (to 1 + 2^-9: even), to 1 at 7 bits; 65520
+     overflows f16's range (its largest is 65504) but not bf16's, where it rounds to 65536;
+     2^-20 is below f16's normal range: 0; -0.1 rounds to -0.0999755859375 (10 bits),
+     -0.10009765625 (7 bits); 3 stays 3. */
+  float xv[6] = { 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 0x1p-20f, -0.1f, 3.0f };
+  ta_in in[1] = { { HJ_F32, HJ_SHAPE(6), xv } };
+  hj_buffer_t *o = ta_run(f, in, 1, 2, 0);
+  float *p = hj_buffer_host_ptr(o);
+  assert_true(isinf(p[2]) && p[2] > 0);
+  p[2] = 0;   /* the comparison below takes finite values */
+  ta_close_f32(p, (double[]){ 1, 1 + 0x1p-9, 0, 0, -0.0999755859375, 3 }, 6, 0);
+  hj_buffer_destroy(o);
+  ta_expect(f, in, 1, 2, 1, (double[]){ 1, 1, 65536, 0x1p-20, -0.10009765625, 3 }, 6, 0);
+  hj_tensor_t bad = hj_reduce_precision(x, 0, 3);   /* no exponent bits: refused */
+  assert_false(hj_tensor_ok(bad));
+  assert_int_equal(hj_graph_status(g), HJ_ERR_SHAPE);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, ta_setup, ta_teardown)
   const struct CMUnitTest tests[] = {
@@ -498,6 +525,7 @@ int main(void) {
     T(test_argmax_ties), T(test_split_concat), T(test_causal_mask), T(test_while_counting),
     T(test_conditional), T(test_reduce_with_variadic), T(test_sort_descending),
     T(test_tuple_flattening), T(test_call_map_scatter), T(test_shape_ops),
+    T(test_reduce_precision),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
