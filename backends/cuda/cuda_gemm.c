@@ -29,16 +29,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* ---- the emitters' request -> cuda_matmul_emit ------------------------------------------------ */
-
-typedef struct cg_tramp { emit_gpu_mm *mm; } cg_tramp;
-
-static LLVMValueRef cg_epilogue(void *user, const cuda_mm_epilogue_args *a) {
-  cg_tramp *t = user;
-  emit_gpu_mm_epi ea = { .b = a->b, .kernel = a->kernel, .acc = a->acc, .row = a->row,
-                         .col = a->col, .batch = a->batch, .extra = a->extra, .n_extra = a->n_extra };
-  return t->mm->epilogue(t->mm->epilogue_user, &ea);
-}
+/* ---- the emitters' request -> cuda_matmul_emit / cuda_gemv_emit ------------------------------ */
 
 hj_status cub_tiled_matmul(void *ud, struct emit_module *em, struct emit_gpu_mm *mm) {
   (void)ud;
@@ -48,11 +39,8 @@ hj_status cub_tiled_matmul(void *ud, struct emit_module *em, struct emit_gpu_mm 
   s.stride_a = mm->stride_a, s.stride_b = mm->stride_b, s.stride_c = mm->stride_c;
   s.sm_count = em->target.gpu_sm_count;
   s.n_extra = mm->epilogue ? mm->n_extra : 0;
-  cg_tramp tr = { mm };
-  if (mm->epilogue) {
-    s.epilogue = cg_epilogue;
-    s.epilogue_user = &tr;
-  }
+  s.epilogue = mm->epilogue;   /* the generators call the emitters' epilogue themselves */
+  s.epilogue_user = mm->epilogue_user;
   cuda_matmul_launch l;
   cuda_error e = { 0 };
   hj_status st = s.m <= CUDA_GEMV_MAX_M ? cuda_gemv_emit(em->mod, mm->name, &s, &l, &e)

@@ -135,7 +135,7 @@ static void gv_store(gv *x, LLVMValueRef acc, LLVMValueRef row, LLVMValueRef col
   const cuda_matmul_spec *s = x->s;
   LLVMValueRef v = acc;
   if (s->epilogue) {
-    cuda_mm_epilogue_args ea = { .b = x->b, .mod = x->mod, .kernel = x->fn, .acc = acc, .row = row,
+    emit_gpu_mm_epi ea = { .b = x->b, .mod = x->mod, .kernel = x->fn, .acc = acc, .row = row,
                                  .col = col, .batch = x->bz, .extra = x->extra, .n_extra = s->n_extra };
     v = s->epilogue(s->epilogue_user, &ea);
   }

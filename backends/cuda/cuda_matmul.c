@@ -240,7 +240,7 @@ static void mm_epilogue(mm *x, LLVMValueRef *acc) {
       for (int j = 0; j < 4; j++) {
         v[j] = acc[i * 8 + g * 4 + j];
         if (!s->epilogue) continue;
-        cuda_mm_epilogue_args ea = {
+        emit_gpu_mm_epi ea = {
           .b = x->b, .mod = x->mod, .kernel = x->fn, .acc = v[j], .row = rowc,
           .col = mm_min(x, LLVMBuildAdd(x->b, col, emit_ci(x->i64, j), ""), s->n - 1), .batch = x->bz,
           .extra = x->extra, .n_extra = s->n_extra,

@@ -19,28 +19,14 @@
 #define HLOJIT_CUDA_MATMUL_H
 
 #include "cuda_error.h"
+#include "../../hlojit_impl/emitters/emit.h"   /* emit_gpu_mm_epi */
 #include <llvm-c/Core.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* What an epilogue sees for one output element, at the builder's insertion point. */
-typedef struct cuda_mm_epilogue_args {
-  LLVMBuilderRef b;
-  LLVMModuleRef mod;
-  LLVMValueRef kernel;
-  LLVMValueRef acc;        /* f32: the sum over k of A[row,k] * B[k,col] */
-  LLVMValueRef row, col;   /* i64, clamped into [0,M) x [0,N): the value is stored only
-                              when the unclamped element exists, so loads at (row, col)
-                              are always in bounds */
-  LLVMValueRef batch;      /* i64 */
-  const LLVMValueRef *extra;   /* the kernel's extra parameters, n_extra of them */
-  int n_extra;
-} cuda_mm_epilogue_args;
-
-/* Returns the f32 value to store. Straight-line code only (no new blocks): it is emitted
-   64 times per thread, once per register of the 8x8 block. */
-typedef LLVMValueRef (*cuda_mm_epilogue_fn)(void *user, const cuda_mm_epilogue_args *a);
-
+/* The epilogue: the emitters' own (emit_gpu_mm_epi, emitters/emit.h), called once per
+   output element with the f32 sum; returns the f32 value to store. Straight-line code only
+   (no new blocks): it is emitted 64 times per thread, once per register of the 8x8 block. */
 typedef struct cuda_matmul_spec {
   int64_t m, n, k;          /* >= 1, >= 1, >= 0 (k = 0: C = epilogue(0)) */
   bool b_nk;                /* B is [N,K] (C = A B^T: attention's Q K^T, a tied lm head) */
@@ -55,7 +41,7 @@ typedef struct cuda_matmul_spec {
                                float4 paths also need the row lengths and strides to be
                                multiples of 4 elements */
   int n_extra;              /* extra buffer parameters for the epilogue, <= 16 */
-  cuda_mm_epilogue_fn epilogue;   /* NULL: store the sum */
+  LLVMValueRef (*epilogue)(void *user, const emit_gpu_mm_epi *a);   /* NULL: store the sum */
   void *epilogue_user;
 } cuda_matmul_spec;
 void cuda_matmul_spec_init(cuda_matmul_spec *s);   /* batch 1, bk 8, aligned16, the rest 0 */

@@ -251,8 +251,10 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
    Matmul fusions (EMIT_KIND_MATMUL) on a GPU fill emit_kernel.matmul's gpu_* fields
    (matmul_plan.h): the tiled kernel (made by emit_target.gpu_tiled_matmul, the epilogue
    fused) and, for the library path, an epilogue kernel applied in place after the gemm. */
-typedef struct emit_gpu_mm_epi {   /* what the tiled matmul's epilogue sees per element */
+typedef struct emit_gpu_mm_epi {   /* what a GPU matmul's epilogue sees per element (the
+                                      tiled and skinny generators call it straight) */
   LLVMBuilderRef b;                /* positioned where the value is needed */
+  LLVMModuleRef mod;
   LLVMValueRef kernel;
   LLVMValueRef acc;                /* f32: the dot product */
   LLVMValueRef row, col, batch;    /* i64, row and col clamped into [0,M) x [0,N) */

@@ -100,7 +100,7 @@ typedef struct tg_case {
   bool b_nk, bias;
 } tg_case;
 
-static LLVMValueRef tg_bias(void *user, const cuda_mm_epilogue_args *a) {
+static LLVMValueRef tg_bias(void *user, const emit_gpu_mm_epi *a) {
   LLVMTypeRef f32 = LLVMFloatTypeInContext(LLVMGetModuleContext(a->mod));
   LLVMValueRef col = a->col;
   LLVMValueRef p = LLVMBuildGEP2(a->b, f32, a->extra[0], &col, 1, "");

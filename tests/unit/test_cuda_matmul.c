@@ -60,7 +60,7 @@ static bool tm_loop(const char *ptx, const char **from, const char **to) {
 }
 
 /* bias epilogue: acc + bias[col] (extra buffer 0) */
-static LLVMValueRef tm_bias(void *user, const cuda_mm_epilogue_args *a) {
+static LLVMValueRef tm_bias(void *user, const emit_gpu_mm_epi *a) {
   LLVMContextRef c = LLVMGetModuleContext(a->mod);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(c);
   LLVMValueRef col = a->col;
