@@ -569,7 +569,7 @@ static hj_tensor_t bld_binary(const char *op, hlo_opcode opc, hj_tensor_t a, hj_
 #define BLD_DEF_B(fn, opc) \
   hj_tensor_t fn(hj_tensor_t a, hj_tensor_t b) { return bld_binary(#fn, opc, a, b, -1); }
 #define BLD_DEF_N(fn, opc)
-#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) BLD_CALL(BLD_##bl, HLO_OP_##e)
+#define X(e, s, a, ca, k, ty, co, em, lm, po, ev, bl) BLD_CALL(BLD_##bl, HLO_OP_##e)
 HLO_OPCODES(X)
 #undef X
 

@@ -270,8 +270,7 @@ LLVMValueRef emit_math_unary(emit_fn *f, hlo_opcode op, LLVMValueRef x) {
   emm_cx c = emm_init(f, x);
   LLVMTypeRef et = LLVMGetTypeKind(c.t) == LLVMVectorTypeKind ? LLVMGetElementType(c.t) : c.t;
   bool dbl = et == f->em->t_f64;
-  if (dbl || (op != HLO_OP_EXP && op != HLO_OP_EXPM1 && op != HLO_OP_LOG && op != HLO_OP_LOG1P &&
-              op != HLO_OP_TANH && op != HLO_OP_LOGISTIC && op != HLO_OP_ERF)) {
+  if (dbl || !hlo_opcode_poly(op)) {   /* libm, as the evaluator */
     if (op == HLO_OP_LOGISTIC) {   /* the evaluator's formula on libm exp */
       LLVMValueRef na = LLVMBuildFNeg(c.b, emm_intr1(&c, "llvm.fabs", x), "");
       return emm_logistic_with(&c, x, emm_libm(f, HLO_OP_EXP, true, &na, 1));

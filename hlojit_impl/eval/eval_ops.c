@@ -420,7 +420,7 @@ static hj_status evo_reverse(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *c
 
 /* The opcode table's eval column: the function of each structural op. */
 static hlo_eval_op_fn *const evo_fns[HLO_OP_COUNT] = {
-#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) [HLO_OP_##e] = ev,
+#define X(e, s, a, ca, k, ty, co, em, lm, po, ev, bl) [HLO_OP_##e] = ev,
   HLO_OPCODES(X)
 #undef X
 };

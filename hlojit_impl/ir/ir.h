@@ -272,6 +272,7 @@ hlo_op_types hlo_opcode_types(hlo_opcode op);
 hlo_op_cost hlo_opcode_cost(hlo_opcode op);
 bool hlo_opcode_has_kernel(hlo_opcode op);         /* emit column K */
 const char *hlo_opcode_libm(hlo_opcode op);        /* math column; NULL for none */
+bool hlo_opcode_poly(hlo_opcode op);               /* poly column */
 bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
 const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
 const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */

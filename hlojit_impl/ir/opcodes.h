@@ -1,7 +1,7 @@
 /* ir/opcodes.h — the opcode table: every HLO opcode hlojit knows, once, with every fact a
    consumer asks about it. Included by ir/ir.h; nobody else keeps a list of opcodes.
 
-   X(ENUM, text, arity, calls, kind, types, cost, emit, math, eval, builder)
+   X(ENUM, text, arity, calls, kind, types, cost, emit, math, poly, eval, builder)
 
      ENUM    HLO_OP_ENUM.
      text    XLA's opcode text (printer and parser).
@@ -28,6 +28,9 @@
      math    the libm function (double; "f" appended for float) that computes a MATH op
              where emit_math has no approximation of its own (f64, libdevice on the GPU);
              0 for the rest.
+     poly    1: emit_math computes the f32 op with a polynomial of its own (a few ulp from
+             libm, which the evaluator uses: the fuzzers' and tests' tolerance); 0: libm, or
+             no transcendental.
      eval    the evaluator's function for a structural op (eval/eval_ops.c's dispatch,
              signature hlo_eval_op_fn); 0 where the evaluator's elementwise kernels
              (eval_elem.c) or its interpreter loop (eval.c) run the op.
@@ -40,81 +43,81 @@
 #define HLOJIT_IR_OPCODES_H
 
 #define HLO_OPCODES(X)                                                                            \
-  X(PARAMETER, "parameter", 0, 0, OTHER, ANY, INDEX, K, 0, 0, N)                                  \
-  X(CONSTANT, "constant", 0, 0, OTHER, ANY, FREE, K, 0, 0, N)                                     \
-  X(IOTA, "iota", 0, 0, OTHER, ANY, INDEX, K, 0, evo_iota, N)                                     \
-  X(BROADCAST, "broadcast", 1, 0, OTHER, ANY, INDEX, K, 0, evo_broadcast, N)                      \
-  X(RESHAPE, "reshape", 1, 0, OTHER, ANY, INDEX, K, 0, evo_reshape, N)                            \
-  X(BITCAST, "bitcast", 1, 0, OTHER, ANY, INDEX, K, 0, evo_bitcast, N)                            \
-  X(TRANSPOSE, "transpose", 1, 0, OTHER, ANY, INDEX, K, 0, evo_transpose, N)                      \
-  X(SLICE, "slice", 1, 0, OTHER, ANY, INDEX, K, 0, evo_slice, N)                                  \
-  X(DYNAMIC_SLICE, "dynamic-slice", -1, 0, OTHER, ANY, HEAVY, K, 0, evo_dynamic_slice, N)         \
-  X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", -1, 0, OTHER, ANY, CHEAP, K, 0,                 \
+  X(PARAMETER, "parameter", 0, 0, OTHER, ANY, INDEX, K, 0, 0, 0, N)                               \
+  X(CONSTANT, "constant", 0, 0, OTHER, ANY, FREE, K, 0, 0, 0, N)                                  \
+  X(IOTA, "iota", 0, 0, OTHER, ANY, INDEX, K, 0, 0, evo_iota, N)                                  \
+  X(BROADCAST, "broadcast", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_broadcast, N)                   \
+  X(RESHAPE, "reshape", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_reshape, N)                         \
+  X(BITCAST, "bitcast", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_bitcast, N)                         \
+  X(TRANSPOSE, "transpose", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_transpose, N)                   \
+  X(SLICE, "slice", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_slice, N)                               \
+  X(DYNAMIC_SLICE, "dynamic-slice", -1, 0, OTHER, ANY, HEAVY, K, 0, 0, evo_dynamic_slice, N)      \
+  X(DYNAMIC_UPDATE_SLICE, "dynamic-update-slice", -1, 0, OTHER, ANY, CHEAP, K, 0, 0,              \
     evo_dynamic_update_slice, N)                                                                  \
-  X(CONCATENATE, "concatenate", -1, 0, OTHER, ANY, INDEX, K, 0, evo_concatenate, N)               \
-  X(PAD, "pad", 2, 0, OTHER, ANY, INDEX, K, 0, evo_pad, N)                                        \
-  X(REVERSE, "reverse", 1, 0, OTHER, ANY, INDEX, K, 0, evo_reverse, N)                            \
-  X(GATHER, "gather", 2, 0, OTHER, ANY, HEAVY, K, 0, hlo_eval_gather, N)                          \
-  X(SCATTER, "scatter", -1, 1, OTHER, ANY, CHEAP, R, 0, hlo_eval_scatter, N)                      \
-  X(SELECT, "select", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, N)                                         \
-  X(CLAMP, "clamp", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, N)                                           \
-  X(COMPARE, "compare", 2, 0, ELEM, ANY, CHEAP, K, 0, 0, N)                                       \
-  X(CONVERT, "convert", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, N)                                       \
-  X(BITCAST_CONVERT, "bitcast-convert", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, N)                       \
-  X(COPY, "copy", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, U(hj_copy))                                    \
-  X(ABS, "abs", 1, 0, UNARY, SIGNED, CHEAP, K, 0, 0, U(hj_abs))                                   \
-  X(NEGATE, "negate", 1, 0, UNARY, NUMERIC, CHEAP, K, 0, 0, U(hj_neg))                            \
-  X(EXP, "exponential", 1, 0, UNARY, FLOAT, MATH, K, "exp", 0, U(hj_exp))                         \
-  X(EXPM1, "exponential-minus-one", 1, 0, UNARY, FLOAT, MATH, K, "expm1", 0, U(hj_expm1))         \
-  X(LOG, "log", 1, 0, UNARY, FLOAT, MATH, K, "log", 0, U(hj_log))                                 \
-  X(LOG1P, "log-plus-one", 1, 0, UNARY, FLOAT, MATH, K, "log1p", 0, U(hj_log1p))                  \
-  X(LOGISTIC, "logistic", 1, 0, UNARY, FLOAT, MATH, K, 0, 0, U(hj_logistic))                      \
-  X(TANH, "tanh", 1, 0, UNARY, FLOAT, MATH, K, "tanh", 0, U(hj_tanh))                             \
-  X(SQRT, "sqrt", 1, 0, UNARY, FLOAT, MID, K, 0, 0, U(hj_sqrt))                                   \
-  X(RSQRT, "rsqrt", 1, 0, UNARY, FLOAT, MID, K, 0, 0, U(hj_rsqrt))                                \
-  X(CBRT, "cbrt", 1, 0, UNARY, FLOAT, MATH, K, "cbrt", 0, U(hj_cbrt))                             \
-  X(SIN, "sine", 1, 0, UNARY, FLOAT, MATH, K, "sin", 0, U(hj_sin))                                \
-  X(COS, "cosine", 1, 0, UNARY, FLOAT, MATH, K, "cos", 0, U(hj_cos))                              \
-  X(TAN, "tan", 1, 0, UNARY, FLOAT, MATH, K, "tan", 0, U(hj_tan))                                 \
-  X(ERF, "erf", 1, 0, UNARY, FLOAT, MATH, K, "erf", 0, U(hj_erf))                                 \
-  X(FLOOR, "floor", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, U(hj_floor))                              \
-  X(CEIL, "ceil", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, U(hj_ceil))                                 \
-  X(ROUND_EVEN, "round-nearest-even", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, U(hj_round_even))       \
-  X(ROUND_AFZ, "round-nearest-afz", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, U(hj_round_afz))          \
-  X(SIGN, "sign", 1, 0, UNARY, SIGNED, CHEAP, K, 0, 0, U(hj_sign))                                \
-  X(NOT, "not", 1, 0, UNARY, BITS, CHEAP, K, 0, 0, U(hj_not))                                     \
-  X(IS_FINITE, "is-finite", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, U(hj_is_finite))                  \
-  X(POPCNT, "popcnt", 1, 0, UNARY, INT, CHEAP, K, 0, 0, U(hj_popcnt))                             \
-  X(CLZ, "count-leading-zeros", 1, 0, UNARY, INT, CHEAP, K, 0, 0, U(hj_clz))                      \
-  X(REDUCE_PRECISION, "reduce-precision", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, N)                  \
-  X(ADD, "add", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, B(hj_add))                                     \
-  X(SUBTRACT, "subtract", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, B(hj_sub))                           \
-  X(MULTIPLY, "multiply", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, B(hj_mul))                           \
-  X(DIVIDE, "divide", 2, 0, BINARY, ANY, MID, K, 0, 0, B(hj_div))                                 \
-  X(REMAINDER, "remainder", 2, 0, BINARY, ANY, MID, K, 0, 0, B(hj_rem))                           \
-  X(POWER, "power", 2, 0, BINARY, ANY, MATH, K, "pow", 0, B(hj_pow))                              \
-  X(MAXIMUM, "maximum", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, B(hj_max))                             \
-  X(MINIMUM, "minimum", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, B(hj_min))                             \
-  X(ATAN2, "atan2", 2, 0, BINARY, FLOAT, MATH, K, "atan2", 0, B(hj_atan2))                        \
-  X(AND, "and", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, B(hj_and))                                    \
-  X(OR, "or", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, B(hj_or))                                       \
-  X(XOR, "xor", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, B(hj_xor))                                    \
-  X(SHL, "shift-left", 2, 0, BINARY, INT, CHEAP, K, 0, 0, B(hj_shl))                              \
-  X(SHRA, "shift-right-arithmetic", 2, 0, BINARY, INT, CHEAP, K, 0, 0, B(hj_shr_arith))           \
-  X(SHRL, "shift-right-logical", 2, 0, BINARY, INT, CHEAP, K, 0, 0, B(hj_shr_logical))            \
-  X(REDUCE, "reduce", -1, 1, OTHER, ANY, HEAVY, K, 0, hlo_eval_reduce, N)                         \
-  X(REDUCE_WINDOW, "reduce-window", -1, 1, OTHER, ANY, CHEAP, R, 0, hlo_eval_reduce_window, N)    \
-  X(DOT, "dot", 2, 0, OTHER, ANY, HEAVY, K, 0, hlo_eval_dot, N)                                   \
-  X(TUPLE, "tuple", -1, 0, OTHER, ANY, CHEAP, K, 0, 0, N)                                         \
-  X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, N)                  \
-  X(CALL, "call", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, N)                                           \
-  X(MAP, "map", -1, 1, OTHER, ANY, CHEAP, K, 0, 0, N)                                             \
-  X(WHILE, "while", 1, 2, OTHER, ANY, CHEAP, R, 0, 0, N)                                          \
-  X(CONDITIONAL, "conditional", -1, -1, OTHER, ANY, CHEAP, R, 0, 0, N)                            \
-  X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, R, 0, hlo_eval_sort, N)                               \
-  X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, N)                                       \
-  X(OPT_BARRIER, "opt-barrier", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, N)                              \
-  X(GET_DIMENSION_SIZE, "get-dimension-size", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, N)
+  X(CONCATENATE, "concatenate", -1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_concatenate, N)            \
+  X(PAD, "pad", 2, 0, OTHER, ANY, INDEX, K, 0, 0, evo_pad, N)                                     \
+  X(REVERSE, "reverse", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_reverse, N)                         \
+  X(GATHER, "gather", 2, 0, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_gather, N)                       \
+  X(SCATTER, "scatter", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_scatter, N)                   \
+  X(SELECT, "select", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                      \
+  X(CLAMP, "clamp", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                        \
+  X(COMPARE, "compare", 2, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                    \
+  X(CONVERT, "convert", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                    \
+  X(BITCAST_CONVERT, "bitcast-convert", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                    \
+  X(COPY, "copy", 1, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, U(hj_copy))                                 \
+  X(ABS, "abs", 1, 0, UNARY, SIGNED, CHEAP, K, 0, 0, 0, U(hj_abs))                                \
+  X(NEGATE, "negate", 1, 0, UNARY, NUMERIC, CHEAP, K, 0, 0, 0, U(hj_neg))                         \
+  X(EXP, "exponential", 1, 0, UNARY, FLOAT, MATH, K, "exp", 1, 0, U(hj_exp))                      \
+  X(EXPM1, "exponential-minus-one", 1, 0, UNARY, FLOAT, MATH, K, "expm1", 1, 0, U(hj_expm1))      \
+  X(LOG, "log", 1, 0, UNARY, FLOAT, MATH, K, "log", 1, 0, U(hj_log))                              \
+  X(LOG1P, "log-plus-one", 1, 0, UNARY, FLOAT, MATH, K, "log1p", 1, 0, U(hj_log1p))               \
+  X(LOGISTIC, "logistic", 1, 0, UNARY, FLOAT, MATH, K, 0, 1, 0, U(hj_logistic))                   \
+  X(TANH, "tanh", 1, 0, UNARY, FLOAT, MATH, K, "tanh", 1, 0, U(hj_tanh))                          \
+  X(SQRT, "sqrt", 1, 0, UNARY, FLOAT, MID, K, 0, 0, 0, U(hj_sqrt))                                \
+  X(RSQRT, "rsqrt", 1, 0, UNARY, FLOAT, MID, K, 0, 0, 0, U(hj_rsqrt))                             \
+  X(CBRT, "cbrt", 1, 0, UNARY, FLOAT, MATH, K, "cbrt", 0, 0, U(hj_cbrt))                          \
+  X(SIN, "sine", 1, 0, UNARY, FLOAT, MATH, K, "sin", 0, 0, U(hj_sin))                             \
+  X(COS, "cosine", 1, 0, UNARY, FLOAT, MATH, K, "cos", 0, 0, U(hj_cos))                           \
+  X(TAN, "tan", 1, 0, UNARY, FLOAT, MATH, K, "tan", 0, 0, U(hj_tan))                              \
+  X(ERF, "erf", 1, 0, UNARY, FLOAT, MATH, K, "erf", 1, 0, U(hj_erf))                              \
+  X(FLOOR, "floor", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, U(hj_floor))                           \
+  X(CEIL, "ceil", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, U(hj_ceil))                              \
+  X(ROUND_EVEN, "round-nearest-even", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, U(hj_round_even))    \
+  X(ROUND_AFZ, "round-nearest-afz", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, U(hj_round_afz))       \
+  X(SIGN, "sign", 1, 0, UNARY, SIGNED, CHEAP, K, 0, 0, 0, U(hj_sign))                             \
+  X(NOT, "not", 1, 0, UNARY, BITS, CHEAP, K, 0, 0, 0, U(hj_not))                                  \
+  X(IS_FINITE, "is-finite", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, U(hj_is_finite))               \
+  X(POPCNT, "popcnt", 1, 0, UNARY, INT, CHEAP, K, 0, 0, 0, U(hj_popcnt))                          \
+  X(CLZ, "count-leading-zeros", 1, 0, UNARY, INT, CHEAP, K, 0, 0, 0, U(hj_clz))                   \
+  X(REDUCE_PRECISION, "reduce-precision", 1, 0, UNARY, FLOAT, CHEAP, K, 0, 0, 0, N)               \
+  X(ADD, "add", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, 0, B(hj_add))                                  \
+  X(SUBTRACT, "subtract", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, 0, B(hj_sub))                        \
+  X(MULTIPLY, "multiply", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, 0, B(hj_mul))                        \
+  X(DIVIDE, "divide", 2, 0, BINARY, ANY, MID, K, 0, 0, 0, B(hj_div))                              \
+  X(REMAINDER, "remainder", 2, 0, BINARY, ANY, MID, K, 0, 0, 0, B(hj_rem))                        \
+  X(POWER, "power", 2, 0, BINARY, ANY, MATH, K, "pow", 0, 0, B(hj_pow))                           \
+  X(MAXIMUM, "maximum", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, 0, B(hj_max))                          \
+  X(MINIMUM, "minimum", 2, 0, BINARY, ANY, CHEAP, K, 0, 0, 0, B(hj_min))                          \
+  X(ATAN2, "atan2", 2, 0, BINARY, FLOAT, MATH, K, "atan2", 0, 0, B(hj_atan2))                     \
+  X(AND, "and", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, 0, B(hj_and))                                 \
+  X(OR, "or", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, 0, B(hj_or))                                    \
+  X(XOR, "xor", 2, 0, BINARY, BITS, CHEAP, K, 0, 0, 0, B(hj_xor))                                 \
+  X(SHL, "shift-left", 2, 0, BINARY, INT, CHEAP, K, 0, 0, 0, B(hj_shl))                           \
+  X(SHRA, "shift-right-arithmetic", 2, 0, BINARY, INT, CHEAP, K, 0, 0, 0, B(hj_shr_arith))        \
+  X(SHRL, "shift-right-logical", 2, 0, BINARY, INT, CHEAP, K, 0, 0, 0, B(hj_shr_logical))         \
+  X(REDUCE, "reduce", -1, 1, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_reduce, N)                      \
+  X(REDUCE_WINDOW, "reduce-window", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_reduce_window, N) \
+  X(DOT, "dot", 2, 0, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_dot, N)                                \
+  X(TUPLE, "tuple", -1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                                      \
+  X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)               \
+  X(CALL, "call", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                        \
+  X(MAP, "map", -1, 1, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                                          \
+  X(WHILE, "while", 1, 2, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                       \
+  X(CONDITIONAL, "conditional", -1, -1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                         \
+  X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_sort, N)                            \
+  X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                    \
+  X(OPT_BARRIER, "opt-barrier", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                           \
+  X(GET_DIMENSION_SIZE, "get-dimension-size", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)
 
 typedef enum { HLO_KIND_UNARY, HLO_KIND_BINARY, HLO_KIND_ELEM, HLO_KIND_OTHER } hlo_op_kind;
 typedef enum { HLO_TYPES_ANY, HLO_TYPES_FLOAT, HLO_TYPES_INT, HLO_TYPES_BITS, HLO_TYPES_SIGNED,

@@ -23,9 +23,10 @@ static const struct {
   hlo_op_cost cost;
   hlo_op_emit emit;
   const char *libm;
+  bool poly;
 } op_table[] = {
-#define X(e, s, a, ca, k, ty, co, em, lm, ev, bl) \
-  { s, a, ca, HLO_KIND_##k, HLO_TYPES_##ty, HLO_COST_##co, HLO_EMIT_##em, lm },
+#define X(e, s, a, ca, k, ty, co, em, lm, po, ev, bl) \
+  { s, a, ca, HLO_KIND_##k, HLO_TYPES_##ty, HLO_COST_##co, HLO_EMIT_##em, lm, po },
   HLO_OPCODES(X)
 #undef X
 };
@@ -65,6 +66,7 @@ hlo_op_cost hlo_opcode_cost(hlo_opcode op) {
 bool hlo_opcode_has_kernel(hlo_opcode op) {
   return (unsigned)op < HLO_OP_COUNT && op_table[op].emit == HLO_EMIT_K;
 }
+bool hlo_opcode_poly(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT && op_table[op].poly; }
 const char *hlo_opcode_libm(hlo_opcode op) {
   return (unsigned)op < HLO_OP_COUNT ? op_table[op].libm : NULL;
 }
