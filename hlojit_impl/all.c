@@ -75,7 +75,7 @@
 #include "api/buffer.c"
 #include "api/builder.c"
 #include "api/builder_ops.c"
-#include "api/closure.c"
+#include "api/control.c"
 #include "api/composites.c"
 #include "api/exec.c"
 #include "api/exec_io.c"

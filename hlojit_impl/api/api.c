@@ -350,3 +350,34 @@ hj_status hj_buffer_write_npy(const hj_buffer_t *b, const char *path) {
   hlo_literal l = hlo_literal_view(&s, b->data);
   return hlo_npy_write(b->ctx, path, &l);
 }
+
+/* ---- shapes ----------------------------------------------------------------------------- */
+
+const char *hj__shape_problem(hj_dtype_t t, hj_shape_t s) {
+  if ((unsigned)t >= HJ_DTYPE_COUNT) return "an invalid dtype";
+  if (s.rank < 0 || s.rank > HJ_MAX_RANK) return "a rank outside [0, 8]";
+  for (int i = 0; i < s.rank; i++)
+    if (s.dims[i] == INT64_MIN) return "a dim of INT64_MIN (no bound)";
+  hlo_shape h = { .type = (hlo_type)t, .rank = s.rank };
+  for (int i = 0; i < s.rank; i++) h.dims[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+  /* the IR's bound (HLO_MAX_NUMEL), so that every module the builder makes prints to text
+     that parses back and no element count overflows downstream */
+  return hlo_shape_check(&h) ? "more than 2^53 elements" : NULL;
+}
+
+bool hj__shape_to_hlo(hj_dtype_t t, hj_shape_t s, hlo_shape *out) {
+  if (hj__shape_problem(t, s)) return false;
+  int64_t d[HJ_MAX_RANK] = { 0 };
+  for (int i = 0; i < s.rank; i++) d[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
+  *out = hlo_shape_array((hlo_type)t, s.rank, d);
+  for (int i = 0; i < s.rank; i++) out->dynamic[i] = s.dims[i] < 0;
+  return true;
+}
+
+hj_shape_t hj__shape_from_hlo(const hlo_shape *s) {
+  hj_shape_t r = { 0 };
+  if (!hlo_shape_is_array(s)) return r;
+  r.rank = s->rank;
+  for (int i = 0; i < s->rank; i++) r.dims[i] = s->dynamic[i] ? -s->dims[i] : s->dims[i];
+  return r;
+}

@@ -1,8 +1,15 @@
-/* api/api.h — the public API's implementation (hlojit.h's functions): contexts, modules,
-   buffers and .npy files (api.c), compile and run through the backend table (exec.c), the
-   graph builder (builder.c, builder_ops.c, composites.c, graph_module.c) and
-   hj_module_optimize (optimize.c). The top part: it may use every part below, and reaches
-   backends only through backend.h. */
+/* api/api.h — the public API's implementation (hlojit.h's functions), in three layers,
+   each calling only the ones before it (`python3 tools/file_graph.py hlojit_impl/api`
+   shows no circle):
+     1. contexts, modules, buffers and .npy files: api.c, buffer.c, npy.c, optimize.c
+        (hj_module_optimize);
+     2. the graph builder: builder.c (graphs, tensors, emission, captures, elementwise ops),
+        builder_ops.c (the structural ops), control.c (tuples, calls, loops, closures),
+        graph_io.c (names, aliases), composites.c, graph_module.c (graph -> module);
+     3. executables: exec_io.c (names, bindings), exec_profile.c (statistics, profiles),
+        exec.c (compile through the backend table, run).
+   The top part of the library: it may use every part below, and reaches backends only
+   through backend.h. */
 #ifndef HLOJIT_API_H
 #define HLOJIT_API_H
 
@@ -77,7 +84,7 @@ struct hj_exec {
    alias_in; hj__exec_io_free releases them and the bindings. */
 hj_status hj__exec_io_init(hj_exec_t *e, const hj_graph_t *g);
 void hj__exec_io_free(hj_exec_t *e);
-/* exec.c: does buffer |b| hold an array of leaf shape |s| (dynamic dims at their bound)? */
+/* buffer.c: does buffer |b| hold an array of leaf shape |s| (dynamic dims at their bound)? */
 bool hj__buffer_fits(const hj_buffer_t *b, const hlo_shape *s);
 
 /* ---- npy.c: NumPy .npy files ------------------------------------------------------------ */
@@ -97,7 +104,7 @@ struct hj_graph {
   struct hj_graph **subs;             /* top only: stb_ds array of sub-graphs it owns */
   hlo_instr **vals;                   /* stb_ds: tensor id -> instruction */
   hlo_instr **outputs;                /* stb_ds: hj_graph_output order */
-  /* issue 10: names and aliases (top graph), closures (sub-graphs; closure.c) */
+  /* names and aliases (top graph; graph_io.c), captures (sub-graphs; control.c) */
   struct hj_graph *parent;            /* the graph hj_graph_create_sub was given */
   char **param_names;                 /* stb_ds, by parameter number: strdup'd, NULL unnamed */
   char **output_names;                /* stb_ds, parallel to |outputs|: strdup'd or NULL */
@@ -165,7 +172,8 @@ bool hj__same_type(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
    mixed-precision dot, f32 x bf16: the result is the wider type); else hj__same_type's error. */
 bool hj__dot_types(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b);
 hlo_comp *hj__comp_new(hlo_module *m, const char *name);
-/* closure.c: tensors of enclosing graphs used in sub-graphs (see its top comment).
+/* builder.c (captures) and control.c (closing them): tensors of enclosing graphs used in
+   sub-graphs (see control.c's top comment).
    hj__is_ancestor: |a| encloses |b| (b's parent, or its parent's, ...).
    hj__capture: |t|'s stand-in in |g| (made on first use; NULL with an error recorded).
    hj__close_while / _branches / _call: at a call of sub-graphs that capture, close them
@@ -183,8 +191,9 @@ int hj__close_call(hj_graph_t *caller, hj_graph_t *callee, const hj_tensor_t *ar
                    hj_tensor_t **ext);
 /* graph_io.c: names and aliases of a graph's inputs and outputs (hj_graph_output_named,
    hj_graph_alias). hj__graph_name_param records parameter |index|'s user name (|name| may
-   be NULL); hj__graph_io_free frees what graph_io.c and closure.c keep in a graph. */
+   be NULL); hj__graph_io_free frees what graph_io.c and control.c keep in a graph. */
 void hj__graph_name_param(hj_graph_t *g, int64_t index, const char *name);
+char *hj__strdup(const char *s);   /* malloc'd copy (names); NULL on OOM */
 void hj__graph_io_free(hj_graph_t *g);
 /* graph_module.c: a copy of the graph's module with its computations in callee-first
    order and the entry last (root: the single output or a tuple of outputs). */

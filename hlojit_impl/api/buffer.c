@@ -187,3 +187,10 @@ void hj__buffer_free(hj_buffer_t *b) {
   }
   hj__free(ctx, b);
 }
+
+bool hj__buffer_fits(const hj_buffer_t *b, const hlo_shape *s) {
+  if ((int)b->dtype != (int)s->type || b->shape.rank != s->rank) return false;
+  for (int i = 0; i < s->rank; i++)
+    if ((b->shape.dims[i] < 0 ? -b->shape.dims[i] : b->shape.dims[i]) != s->dims[i]) return false;
+  return true;
+}

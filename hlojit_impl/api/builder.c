@@ -78,7 +78,7 @@ bool hj__operands(const char *op, const hj_tensor_t *ts, int n, hj_graph_t **gou
                   hlo_instr **out) {
   hj_graph_t *g = NULL;
   for (int i = 0; i < n && !g; i++) g = ts[i].graph;
-  /* closures (closure.c): the op goes to the innermost graph, the others' tensors are
+  /* closures (control.c): the op goes to the innermost graph, the others' tensors are
      captured into it */
   for (int i = 0; g && i < n; i++)
     if (ts[i].graph && ts[i].graph != g && hj__is_ancestor(g, ts[i].graph)) g = ts[i].graph;
@@ -111,37 +111,6 @@ const char *hj__tensor_str(hj_tensor_t t, char *buf, size_t n) {
     return buf;
   }
   return hlo_shape_str(&ins->shape, buf, n);
-}
-
-/* ---- shapes ----------------------------------------------------------------------------- */
-
-const char *hj__shape_problem(hj_dtype_t t, hj_shape_t s) {
-  if ((unsigned)t >= HJ_DTYPE_COUNT) return "an invalid dtype";
-  if (s.rank < 0 || s.rank > HJ_MAX_RANK) return "a rank outside [0, 8]";
-  for (int i = 0; i < s.rank; i++)
-    if (s.dims[i] == INT64_MIN) return "a dim of INT64_MIN (no bound)";
-  hlo_shape h = { .type = (hlo_type)t, .rank = s.rank };
-  for (int i = 0; i < s.rank; i++) h.dims[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
-  /* the IR's bound (HLO_MAX_NUMEL), so that every module the builder makes prints to text
-     that parses back and no element count overflows downstream */
-  return hlo_shape_check(&h) ? "more than 2^53 elements" : NULL;
-}
-
-bool hj__shape_to_hlo(hj_dtype_t t, hj_shape_t s, hlo_shape *out) {
-  if (hj__shape_problem(t, s)) return false;
-  int64_t d[HJ_MAX_RANK] = { 0 };
-  for (int i = 0; i < s.rank; i++) d[i] = s.dims[i] < 0 ? -s.dims[i] : s.dims[i];
-  *out = hlo_shape_array((hlo_type)t, s.rank, d);
-  for (int i = 0; i < s.rank; i++) out->dynamic[i] = s.dims[i] < 0;
-  return true;
-}
-
-hj_shape_t hj__shape_from_hlo(const hlo_shape *s) {
-  hj_shape_t r = { 0 };
-  if (!hlo_shape_is_array(s)) return r;
-  r.rank = s->rank;
-  for (int i = 0; i < s->rank; i++) r.dims[i] = s->dynamic[i] ? -s->dims[i] : s->dims[i];
-  return r;
 }
 
 static bool bld_same_dims(const hlo_shape *a, const hlo_shape *b) {
@@ -315,6 +284,63 @@ bool hj__dot_types(hj_graph_t *g, const char *op, hlo_instr *a, hlo_instr *b) {
   return hj__same_type(g, op, a, b);
 }
 
+/* ---- captures (control.c closes them) --------------------------------------------------- */
+
+bool hj__is_ancestor(const hj_graph_t *a, const hj_graph_t *b) {
+  for (const hj_graph_t *p = b ? b->parent : NULL; p; p = p->parent)
+    if (p == a) return true;
+  return false;
+}
+
+bool hj__has_captures(const hj_graph_t *g) { return g && arrlen(g->captures) > 0; }
+
+hlo_instr *hj__capture(hj_graph_t *g, const char *op, hj_tensor_t t) {
+  hlo_instr *src = hj__tensor_instr(op, t);
+  if (!src) return NULL;
+  for (ptrdiff_t k = 0; k < arrlen(g->captures); k++)
+    if (g->captures[k].src.graph == t.graph && g->captures[k].src.id == t.id) return g->captures[k].ins;
+  if (g->frozen) {
+    hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: sub-graph '%s' is already used by a call and can capture no "
+                   "more tensors", op, hj__graph_name(g));
+    return NULL;
+  }
+  char name[160];
+  snprintf(name, sizeof name, "capture.%.100s", src->name);
+  hlo_instr *ins = hlo_instr_new(g->comp, HLO_OP_PARAMETER, name, &src->shape, NULL, 0);
+  if (!ins) {
+    hj__graph_fail(g, HJ_ERR_OOM, "%s: out of memory", op);
+    return NULL;
+  }
+  ins->index = -1;                     /* not a parameter until closed */
+  struct hj_capture c = { t, ins };
+  arrput(g->captures, c);
+  return ins;
+}
+
+/* ---- names of parameters ------------------------------------------------------------------- */
+
+char *hj__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+void hj__graph_name_param(hj_graph_t *g, int64_t index, const char *name) {
+  while (arrlen(g->param_names) <= index) arrput(g->param_names, NULL);
+  free(g->param_names[index]);
+  g->param_names[index] = name && *name ? hj__strdup(name) : NULL;
+}
+
+void hj__graph_io_free(hj_graph_t *g) {
+  for (ptrdiff_t i = 0; i < arrlen(g->param_names); i++) free(g->param_names[i]);
+  for (ptrdiff_t i = 0; i < arrlen(g->output_names); i++) free(g->output_names[i]);
+  arrfree(g->param_names);
+  arrfree(g->output_names);
+  arrfree(g->aliases);
+  arrfree(g->captures);
+}
+
 /* ---- graphs ------------------------------------------------------------------------------- */
 
 /* |name| as an HLO identifier ([A-Za-z_][A-Za-z0-9_.-]*) into |buf|. */
@@ -408,7 +434,7 @@ hj_ctx_t *hj_graph_ctx(const hj_graph_t *g) { return g ? g->ctx : NULL; }
 hj_status hj_graph_output(hj_graph_t *g, hj_tensor_t t) {
   if (!g) return HJ_ERR_INVALID_ARG;
   if (t.graph && t.graph != g && t.id >= 0 && hj__is_ancestor(t.graph, g) && !g->frozen) {
-    hlo_instr *c = hj__capture(g, "hj_graph_output", t);      /* closure.c */
+    hlo_instr *c = hj__capture(g, "hj_graph_output", t);
     if (!c) return hj__err(g->ctx, g->status, "%s", g->err);
     arrput(g->outputs, c);
     return HJ_OK;

@@ -1,7 +1,7 @@
 /* builder_ops.c — the graph builder, part 2: the primitives with structure beyond
    elementwise: shape ops (broadcast, reshape, transpose, reverse, slice, pad), dynamic
-   slices, gather and scatter, reductions, sort, dot, tuples, and the ops that call
-   sub-graphs (call, map, while, conditional, reduce_with, sort_with).
+   slices, gather and scatter, reductions, sort, dot, windows and dynamic sizes. Tuples and
+   the ops that call sub-graphs are in control.c.
 
    Every op follows builder.c's pattern: resolve the operands with hj__operands, check what
    the message must name, hj__op_begin, set the attributes, hj__op_finish (shape inference
@@ -11,9 +11,7 @@
    Invariants
    - Reducers and sort comparators (small scalar computations) are built once per top
      graph and (reducer or direction, dtype), and shared (top->reducers, top->sorters).
-   - A sub-graph is frozen when a call-like op first uses it (bldo_callee): its root is
-     fixed (the single output or a tuple of them) and it takes no more ops, so calls form
-     a DAG. */
+ */
 #include "api.h"
 #include <math.h>
 
@@ -426,185 +424,6 @@ hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d)
   hlo_instr *ins = hj__op_begin(g, op, HLO_OP_DOT, NULL, x, 2);
   if (ins) ins->dot = dd;
   return hj__op_finish(g, op, ins);
-}
-
-/* ---- tuples and control flow ---------------------------------------------------------------- */
-
-/* Fixes the root of sub-graph |sub| for its first use by |caller| (op |op|). */
-static hlo_comp *bldo_callee(hj_graph_t *caller, const char *op, hj_graph_t *sub) {
-  if (!sub) {
-    hj__graph_fail(caller, HJ_ERR_INVALID_ARG, "%s: sub-graph is NULL", op);
-    return NULL;
-  }
-  if (sub->top != caller->top || sub == sub->top || sub == caller) {
-    hj__graph_fail(caller, HJ_ERR_INVALID_ARG,
-                   "%s: graph '%s' is not a sub-graph that graph '%s' can call", op,
-                   hj__graph_name(sub), hj__graph_name(caller));
-    return NULL;
-  }
-  if (sub->status != HJ_OK) {
-    hj__graph_fail(caller, sub->status, "%s: sub-graph '%s' has an error: %.400s", op,
-                   hj__graph_name(sub), sub->err);
-    return NULL;
-  }
-  if (sub->frozen) return sub->comp;
-  int n = (int)arrlen(sub->outputs);
-  if (n == 0) {
-    hj__graph_fail(caller, HJ_ERR_INVALID_ARG, "%s: sub-graph '%s' has no output", op,
-                   hj__graph_name(sub));
-    return NULL;
-  }
-  hlo_instr *root = n == 1 ? sub->outputs[0]
-                           : hj__emit(sub, op, HLO_OP_TUPLE, NULL, sub->outputs, n);
-  if (!root) return NULL;
-  sub->comp->root = root;
-  root->is_root = true;
-  sub->frozen = true;
-  return sub->comp;
-}
-
-/* Operands |ts| (n >= 0) in graph |g0| (or theirs), then calls |subs| (nsubs). */
-static hj_tensor_t bldo_call_op(const char *op, hlo_opcode opc, hj_graph_t *g0, const hj_tensor_t *ts,
-                                int n, hj_graph_t *const *subs, int nsubs, hlo_instr **out_ins) {
-  *out_ins = NULL;
-  hj_graph_t *g = g0;
-  if (n < 0 || (n > 0 && !ts) || nsubs < 0 || nsubs > 64 || (nsubs > 0 && !subs))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or bad counts (%d, %d)", op, n, nsubs);
-  hlo_instr **x = NULL;
-  hj_tensor_t res = HJ_NONE;
-  if (n > 0) {
-    hj_graph_t *tg = NULL;
-    arrsetlen(x, n);
-    if (!hj__operands(op, ts, n, &tg, x)) {
-      /* Every operand HJ_NONE: hj__operands found no graph to tell. The graph is known
-         here (hj_tuple's |g|, or the family of the sub-graphs called): record it there,
-         or the poisoned result would carry no message. */
-      hj_graph_t *known = tg ? tg : g ? g : nsubs > 0 && subs[0] ? subs[0]->top : NULL;
-      if (!tg && known) res = hj__graph_fail(known, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
-      else res = bldo_poison(known);
-      goto done;
-    }
-    if (g && tg != g) {
-      res = hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: operands belong to graph '%s', not '%s'", op,
-                           hj__graph_name(tg), hj__graph_name(g));
-      goto done;
-    }
-    g = tg;
-  }
-  if (!g) goto done;
-  res = bldo_poison(g);
-  hlo_comp *calls[64];
-  for (int i = 0; i < nsubs; i++) {
-    if (opc != HLO_OP_CALL && opc != HLO_OP_WHILE && opc != HLO_OP_CONDITIONAL && hj__has_captures(subs[i])) {
-      hj__graph_fail(g, HJ_ERR_UNSUPPORTED, "%s: sub-graph '%s' uses tensors of an enclosing graph; closures "
-                     "work in hj_call, hj_while and hj_conditional (a scalar computation cannot capture)", op,
-                     hj__graph_name(subs[i]));
-      goto done;
-    }
-    if (!(calls[i] = bldo_callee(g, op, subs[i]))) goto done;
-  }
-  if ((*out_ins = hj__op_begin(g, op, opc, NULL, x, n))) hlo_instr_set_calls(*out_ins, calls, nsubs);
-done:
-  arrfree(x);
-  return res;
-}
-
-hj_tensor_t hj_tuple(hj_graph_t *g, const hj_tensor_t *xs, int n) {
-  hlo_instr *ins;
-  hj_tensor_t t = bldo_call_op("hj_tuple", HLO_OP_TUPLE, g, xs, n, NULL, 0, &ins);
-  return ins ? hj__op_finish(t.graph, "hj_tuple", ins) : t;
-}
-
-hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index) {
-  const char *op = "hj_get_tuple_element";
-  hj_graph_t *g;
-  hlo_instr *a;
-  if (!hj__operands(op, &t, 1, &g, &a)) return bldo_poison(g);
-  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_GET_TUPLE_ELEMENT, NULL, &a, 1);
-  if (ins) ins->index = index;
-  return hj__op_finish(g, op, ins);
-}
-
-hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n) {
-  hlo_instr *ins;
-  hj_graph_t *caller = n > 0 && args ? args[0].graph : callee ? callee->top : NULL;
-  hj_tensor_t *ext = NULL;                             /* closure.c: args + captures */
-  int closed = hj__close_call(caller, callee, args, n, &ext);
-  if (closed < 0) return bldo_poison(caller);
-  hj_tensor_t t = closed ? bldo_call_op("hj_call", HLO_OP_CALL, caller, ext, (int)arrlen(ext), &callee, 1, &ins)
-                         : bldo_call_op("hj_call", HLO_OP_CALL, caller, args, n, &callee, 1, &ins);
-  arrfree(ext);
-  return ins ? hj__op_finish(t.graph, "hj_call", ins) : t;
-}
-
-hj_tensor_t hj_map(hj_graph_t *fn, const hj_tensor_t *args, int n) {
-  hlo_instr *ins;
-  hj_graph_t *caller = n > 0 && args ? args[0].graph : NULL;
-  hj_tensor_t t = bldo_call_op("hj_map", HLO_OP_MAP, caller, args, n, &fn, 1, &ins);
-  if (ins) {
-    int64_t d[HLO_MAX_RANK];
-    int r = ins->operands[0]->shape.rank;
-    for (int i = 0; i < r && i < HLO_MAX_RANK; i++) d[i] = i;
-    ins->dims = hlo_ints_dup(t.graph->m, d, r);
-  }
-  return ins ? hj__op_finish(t.graph, "hj_map", ins) : t;
-}
-
-hj_tensor_t hj_while(hj_graph_t *cond, hj_graph_t *body, hj_tensor_t init) {
-  hlo_instr *ins;
-  hj_graph_t *subs[2] = { cond, body };
-  hj_tensor_t ext;                                     /* closure.c: (init, captures...) */
-  int closed = hj__close_while(cond, body, init, &ext);
-  if (closed < 0) return ext;
-  hj_tensor_t a = closed ? ext : init;
-  hj_tensor_t t = bldo_call_op("hj_while", HLO_OP_WHILE, a.graph, &a, 1, subs, 2, &ins);
-  t = ins ? hj__op_finish(t.graph, "hj_while", ins) : t;
-  return closed ? hj_get_tuple_element(t, 0) : t;
-}
-
-hj_tensor_t hj_conditional(hj_tensor_t selector, hj_graph_t *const *branches,
-                           const hj_tensor_t *branch_args, int n) {
-  const char *op = "hj_conditional";
-  hj_graph_t *g = selector.graph;
-  if (!g) return HJ_NONE;
-  if (n < 1 || n > 63 || !branches || !branch_args)
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or %d branches", op, n);
-  hj_tensor_t ts[64];
-  ts[0] = selector;
-  memcpy(ts + 1, branch_args, sizeof(hj_tensor_t) * (size_t)n);
-  if (hj__close_branches(selector, branches, branch_args, n, ts + 1) < 0) return bldo_poison(g);  /* closure.c */
-  hlo_instr *ins;
-  hj_tensor_t t = bldo_call_op(op, HLO_OP_CONDITIONAL, g, ts, n + 1, branches, n, &ins);
-  return ins ? hj__op_finish(t.graph, op, ins) : t;
-}
-
-hj_tensor_t hj_reduce_with(hj_graph_t *fn, const hj_tensor_t *xs, const hj_tensor_t *inits, int n,
-                           const int64_t *dims, int ndims) {
-  const char *op = "hj_reduce_with";
-  hj_graph_t *g = n > 0 && xs ? xs[0].graph : NULL;
-  if (!g) return HJ_NONE;
-  if (n > 32 || !inits || ndims < 0 || (ndims && !dims))
-    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or counts %d/%d", op, n, ndims);
-  hj_tensor_t ts[64];
-  memcpy(ts, xs, sizeof(hj_tensor_t) * (size_t)n);
-  memcpy(ts + n, inits, sizeof(hj_tensor_t) * (size_t)n);
-  hlo_instr *ins;
-  hj_tensor_t t = bldo_call_op(op, HLO_OP_REDUCE, g, ts, 2 * n, &fn, 1, &ins);
-  if (ins) ins->dims = hlo_ints_dup(g->m, dims, ndims);
-  return ins ? hj__op_finish(t.graph, op, ins) : t;
-}
-
-hj_tensor_t hj_sort_with(hj_graph_t *cmp, const hj_tensor_t *xs, int n, int dim, bool stable) {
-  const char *op = "hj_sort_with";
-  hlo_instr *ins;
-  hj_graph_t *g = n > 0 && xs ? xs[0].graph : NULL;
-  hj_tensor_t t = bldo_call_op(op, HLO_OP_SORT, g, xs, n, &cmp, 1, &ins);
-  if (ins) {
-    int64_t d = dim < 0 ? dim + ins->operands[0]->shape.rank : dim;
-    ins->dims = hlo_ints_dup(t.graph->m, &d, 1);
-    ins->is_stable = stable;
-  }
-  return ins ? hj__op_finish(t.graph, op, ins) : t;
 }
 
 /* ---- dynamic shapes: hj_dim_size, hj_reduce_window (hlojit.h's tracing JIT section) --------- */

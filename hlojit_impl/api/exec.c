@@ -142,16 +142,6 @@ int hj_exec_num_inputs(const hj_exec_t *e) { return e ? (int)arrlen(e->ins) : 0;
 int hj_exec_num_outputs(const hj_exec_t *e) { return e ? (int)arrlen(e->outs) : 0; }
 hj_backend_t hj_exec_backend(const hj_exec_t *e) { return e && e->be ? e->be->kind : HJ_BACKEND_COUNT; }
 
-hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out) {
-  if (!e || !out) return HJ_ERR_INVALID_ARG;
-  memset(out, 0, sizeof *out);
-  if (e->be->stats) e->be->stats(e->x, out);
-  out->backend = e->be->kind;
-  out->compile_ms = e->compile_ms;
-  out->note = e->note;
-  return HJ_OK;
-}
-
 void hj_exec_destroy(hj_exec_t *e) {
   if (!e) return;
   const char *env = getenv("HLOJIT_PROFILE");
@@ -169,13 +159,6 @@ void hj_exec_destroy(hj_exec_t *e) {
 }
 
 /* ---- runs ------------------------------------------------------------------------------------ */
-
-bool hj__buffer_fits(const hj_buffer_t *b, const hlo_shape *s) {
-  if ((int)b->dtype != (int)s->type || b->shape.rank != s->rank) return false;
-  for (int i = 0; i < s->rank; i++)
-    if ((b->shape.dims[i] < 0 ? -b->shape.dims[i] : b->shape.dims[i]) != s->dims[i]) return false;
-  return true;
-}
 
 /* "f32[4,8]" of |b| vs the leaf it should be. */
 static hj_status exe_misfit(hj_exec_t *e, const char *what, int i, const char *name,

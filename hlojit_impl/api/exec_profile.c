@@ -1,4 +1,5 @@
-/* api/exec_profile.c — run-time profiles of an executable (hlojit.h: hj_exec_profile,
+/* api/exec_profile.c — what an executable says about itself: its compile statistics
+   (hj_exec_stats) and its run-time profiles (hlojit.h: hj_exec_profile,
    hj_exec_profile_text, hj_exec_set_profiling, hj_exec_profile_reset).
 
    A backend with the profile slots (backend.h; the CPU backend: runtime/profile.c) gives
@@ -17,6 +18,16 @@
 #include "../backend.h"
 #include <stdatomic.h>
 #include <stdlib.h>
+
+hj_status hj_exec_stats(const hj_exec_t *e, hj_exec_stats_t *out) {
+  if (!e || !out) return HJ_ERR_INVALID_ARG;
+  memset(out, 0, sizeof *out);
+  if (e->be->stats) e->be->stats(e->x, out);
+  out->backend = e->be->kind;
+  out->compile_ms = e->compile_ms;
+  out->note = e->note;
+  return HJ_OK;
+}
 
 hj_status hj_exec_set_profiling(hj_exec_t *e, bool on) {
   if (!e) return HJ_ERR_INVALID_ARG;

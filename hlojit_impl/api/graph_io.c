@@ -12,33 +12,11 @@
 #include "api.h"
 #include <stdlib.h>
 
-static char *gio_strdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
-void hj__graph_name_param(hj_graph_t *g, int64_t index, const char *name) {
-  while (arrlen(g->param_names) <= index) arrput(g->param_names, NULL);
-  free(g->param_names[index]);
-  g->param_names[index] = name && *name ? gio_strdup(name) : NULL;
-}
-
-void hj__graph_io_free(hj_graph_t *g) {
-  for (ptrdiff_t i = 0; i < arrlen(g->param_names); i++) free(g->param_names[i]);
-  for (ptrdiff_t i = 0; i < arrlen(g->output_names); i++) free(g->output_names[i]);
-  arrfree(g->param_names);
-  arrfree(g->output_names);
-  arrfree(g->aliases);
-  arrfree(g->captures);
-}
-
 hj_status hj_graph_output_named(hj_graph_t *g, hj_tensor_t t, const char *name) {
   hj_status st = hj_graph_output(g, t);
   if (st != HJ_OK || !name || !*name) return st;
   while (arrlen(g->output_names) < arrlen(g->outputs)) arrput(g->output_names, NULL);
-  char *d = gio_strdup(name);
+  char *d = hj__strdup(name);
   if (!d) return hj__err(g->ctx, HJ_ERR_OOM, "hj_graph_output_named: out of memory");
   g->output_names[arrlen(g->outputs) - 1] = d;
   return HJ_OK;

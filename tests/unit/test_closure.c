@@ -1,4 +1,4 @@
-/* test_closure.c — sub-graphs using tensors of their enclosing graphs (api/closure.c),
+/* test_closure.c — sub-graphs using tensors of their enclosing graphs (api/control.c),
    against the reference evaluator and against values worked out by hand.
 
    Each graph is built once per backend (the evaluator, the CPU backend) and run on the same

@@ -1,10 +1,16 @@
-/* api/closure.c — sub-graphs that use tensors of the graphs enclosing them (closure
-   conversion, as JAX does for the bodies of lax.while_loop and lax.cond).
+/* api/control.c — the graph builder, part 3: tuples, the ops that call sub-graphs (call,
+   map, while, conditional, reduce_with, sort_with), and closure conversion for sub-graphs
+   that use tensors of the graphs enclosing them (as JAX does for the bodies of
+   lax.while_loop and lax.cond).
 
-   Capture: an op on a sub-graph S given a tensor of an ancestor graph A (S's parent, its
-   parent, ...; hj_graph_create_sub's |parent|) does not fail: the tensor gets a stand-in
-   in S (hj__capture), a parameter instruction outside S's parameter list, one per source
-   tensor (S->captures lists them in order of first use).
+   A sub-graph is frozen when a call-like op first uses it (ctl_callee): its root is fixed
+   (the single output or a tuple of them) and it takes no more ops, so calls form a DAG.
+
+   Capture (builder.c's hj__capture, as operands are resolved): an op on a sub-graph S
+   given a tensor of an ancestor graph A (S's parent, its parent, ...;
+   hj_graph_create_sub's |parent|) does not fail: the tensor gets a stand-in in S, a
+   parameter instruction outside S's parameter list, one per source tensor (S->captures
+   lists them in order of first use).
 
    Closing, when an op first calls S (and S is frozen): every capture becomes a real input.
      call         the stand-ins become S's last parameters; every hj_call passes the
@@ -28,38 +34,190 @@
      g:    while(tuple(init, w)) -> gte(.., 0) */
 #include "api.h"
 
-bool hj__is_ancestor(const hj_graph_t *a, const hj_graph_t *b) {
-  for (const hj_graph_t *p = b ? b->parent : NULL; p; p = p->parent)
-    if (p == a) return true;
-  return false;
-}
+static hj_tensor_t ctl_poison(hj_graph_t *g) { return (hj_tensor_t){ g, -1 }; }
 
-bool hj__has_captures(const hj_graph_t *g) { return g && arrlen(g->captures) > 0; }
+/* ---- tuples and control flow ---------------------------------------------------------------- */
 
-hlo_instr *hj__capture(hj_graph_t *g, const char *op, hj_tensor_t t) {
-  hlo_instr *src = hj__tensor_instr(op, t);
-  if (!src) return NULL;
-  for (ptrdiff_t k = 0; k < arrlen(g->captures); k++)
-    if (g->captures[k].src.graph == t.graph && g->captures[k].src.id == t.id) return g->captures[k].ins;
-  if (g->frozen) {
-    hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: sub-graph '%s' is already used by a call and can capture no "
-                   "more tensors", op, hj__graph_name(g));
+/* Fixes the root of sub-graph |sub| for its first use by |caller| (op |op|). */
+static hlo_comp *ctl_callee(hj_graph_t *caller, const char *op, hj_graph_t *sub) {
+  if (!sub) {
+    hj__graph_fail(caller, HJ_ERR_INVALID_ARG, "%s: sub-graph is NULL", op);
     return NULL;
   }
-  char name[160];
-  snprintf(name, sizeof name, "capture.%.100s", src->name);
-  hlo_instr *ins = hlo_instr_new(g->comp, HLO_OP_PARAMETER, name, &src->shape, NULL, 0);
-  if (!ins) {
-    hj__graph_fail(g, HJ_ERR_OOM, "%s: out of memory", op);
+  if (sub->top != caller->top || sub == sub->top || sub == caller) {
+    hj__graph_fail(caller, HJ_ERR_INVALID_ARG,
+                   "%s: graph '%s' is not a sub-graph that graph '%s' can call", op,
+                   hj__graph_name(sub), hj__graph_name(caller));
     return NULL;
   }
-  ins->index = -1;                     /* not a parameter until closed */
-  struct hj_capture c = { t, ins };
-  arrput(g->captures, c);
-  return ins;
+  if (sub->status != HJ_OK) {
+    hj__graph_fail(caller, sub->status, "%s: sub-graph '%s' has an error: %.400s", op,
+                   hj__graph_name(sub), sub->err);
+    return NULL;
+  }
+  if (sub->frozen) return sub->comp;
+  int n = (int)arrlen(sub->outputs);
+  if (n == 0) {
+    hj__graph_fail(caller, HJ_ERR_INVALID_ARG, "%s: sub-graph '%s' has no output", op,
+                   hj__graph_name(sub));
+    return NULL;
+  }
+  hlo_instr *root = n == 1 ? sub->outputs[0]
+                           : hj__emit(sub, op, HLO_OP_TUPLE, NULL, sub->outputs, n);
+  if (!root) return NULL;
+  sub->comp->root = root;
+  root->is_root = true;
+  sub->frozen = true;
+  return sub->comp;
 }
 
-/* Fixes |s|'s root as bldo_callee does (the single output or a tuple of them). */
+/* Operands |ts| (n >= 0) in graph |g0| (or theirs), then calls |subs| (nsubs). */
+static hj_tensor_t ctl_call_op(const char *op, hlo_opcode opc, hj_graph_t *g0, const hj_tensor_t *ts,
+                                int n, hj_graph_t *const *subs, int nsubs, hlo_instr **out_ins) {
+  *out_ins = NULL;
+  hj_graph_t *g = g0;
+  if (n < 0 || (n > 0 && !ts) || nsubs < 0 || nsubs > 64 || (nsubs > 0 && !subs))
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or bad counts (%d, %d)", op, n, nsubs);
+  hlo_instr **x = NULL;
+  hj_tensor_t res = HJ_NONE;
+  if (n > 0) {
+    hj_graph_t *tg = NULL;
+    arrsetlen(x, n);
+    if (!hj__operands(op, ts, n, &tg, x)) {
+      /* Every operand HJ_NONE: hj__operands found no graph to tell. The graph is known
+         here (hj_tuple's |g|, or the family of the sub-graphs called): record it there,
+         or the poisoned result would carry no message. */
+      hj_graph_t *known = tg ? tg : g ? g : nsubs > 0 && subs[0] ? subs[0]->top : NULL;
+      if (!tg && known) res = hj__graph_fail(known, HJ_ERR_INVALID_ARG, "%s: operand 0 is HJ_NONE or has no graph", op);
+      else res = ctl_poison(known);
+      goto done;
+    }
+    if (g && tg != g) {
+      res = hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: operands belong to graph '%s', not '%s'", op,
+                           hj__graph_name(tg), hj__graph_name(g));
+      goto done;
+    }
+    g = tg;
+  }
+  if (!g) goto done;
+  res = ctl_poison(g);
+  hlo_comp *calls[64];
+  for (int i = 0; i < nsubs; i++) {
+    if (opc != HLO_OP_CALL && opc != HLO_OP_WHILE && opc != HLO_OP_CONDITIONAL && hj__has_captures(subs[i])) {
+      hj__graph_fail(g, HJ_ERR_UNSUPPORTED, "%s: sub-graph '%s' uses tensors of an enclosing graph; closures "
+                     "work in hj_call, hj_while and hj_conditional (a scalar computation cannot capture)", op,
+                     hj__graph_name(subs[i]));
+      goto done;
+    }
+    if (!(calls[i] = ctl_callee(g, op, subs[i]))) goto done;
+  }
+  if ((*out_ins = hj__op_begin(g, op, opc, NULL, x, n))) hlo_instr_set_calls(*out_ins, calls, nsubs);
+done:
+  arrfree(x);
+  return res;
+}
+
+hj_tensor_t hj_tuple(hj_graph_t *g, const hj_tensor_t *xs, int n) {
+  hlo_instr *ins;
+  hj_tensor_t t = ctl_call_op("hj_tuple", HLO_OP_TUPLE, g, xs, n, NULL, 0, &ins);
+  return ins ? hj__op_finish(t.graph, "hj_tuple", ins) : t;
+}
+
+hj_tensor_t hj_get_tuple_element(hj_tensor_t t, int index) {
+  const char *op = "hj_get_tuple_element";
+  hj_graph_t *g;
+  hlo_instr *a;
+  if (!hj__operands(op, &t, 1, &g, &a)) return ctl_poison(g);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_GET_TUPLE_ELEMENT, NULL, &a, 1);
+  if (ins) ins->index = index;
+  return hj__op_finish(g, op, ins);
+}
+
+hj_tensor_t hj_call(hj_graph_t *callee, const hj_tensor_t *args, int n) {
+  hlo_instr *ins;
+  hj_graph_t *caller = n > 0 && args ? args[0].graph : callee ? callee->top : NULL;
+  hj_tensor_t *ext = NULL;                             /* args + captures (below) */
+  int closed = hj__close_call(caller, callee, args, n, &ext);
+  if (closed < 0) return ctl_poison(caller);
+  hj_tensor_t t = closed ? ctl_call_op("hj_call", HLO_OP_CALL, caller, ext, (int)arrlen(ext), &callee, 1, &ins)
+                         : ctl_call_op("hj_call", HLO_OP_CALL, caller, args, n, &callee, 1, &ins);
+  arrfree(ext);
+  return ins ? hj__op_finish(t.graph, "hj_call", ins) : t;
+}
+
+hj_tensor_t hj_map(hj_graph_t *fn, const hj_tensor_t *args, int n) {
+  hlo_instr *ins;
+  hj_graph_t *caller = n > 0 && args ? args[0].graph : NULL;
+  hj_tensor_t t = ctl_call_op("hj_map", HLO_OP_MAP, caller, args, n, &fn, 1, &ins);
+  if (ins) {
+    int64_t d[HLO_MAX_RANK];
+    int r = ins->operands[0]->shape.rank;
+    for (int i = 0; i < r && i < HLO_MAX_RANK; i++) d[i] = i;
+    ins->dims = hlo_ints_dup(t.graph->m, d, r);
+  }
+  return ins ? hj__op_finish(t.graph, "hj_map", ins) : t;
+}
+
+hj_tensor_t hj_while(hj_graph_t *cond, hj_graph_t *body, hj_tensor_t init) {
+  hlo_instr *ins;
+  hj_graph_t *subs[2] = { cond, body };
+  hj_tensor_t ext;                                     /* (init, captures...) (below) */
+  int closed = hj__close_while(cond, body, init, &ext);
+  if (closed < 0) return ext;
+  hj_tensor_t a = closed ? ext : init;
+  hj_tensor_t t = ctl_call_op("hj_while", HLO_OP_WHILE, a.graph, &a, 1, subs, 2, &ins);
+  t = ins ? hj__op_finish(t.graph, "hj_while", ins) : t;
+  return closed ? hj_get_tuple_element(t, 0) : t;
+}
+
+hj_tensor_t hj_conditional(hj_tensor_t selector, hj_graph_t *const *branches,
+                           const hj_tensor_t *branch_args, int n) {
+  const char *op = "hj_conditional";
+  hj_graph_t *g = selector.graph;
+  if (!g) return HJ_NONE;
+  if (n < 1 || n > 63 || !branches || !branch_args)
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or %d branches", op, n);
+  hj_tensor_t ts[64];
+  ts[0] = selector;
+  memcpy(ts + 1, branch_args, sizeof(hj_tensor_t) * (size_t)n);
+  if (hj__close_branches(selector, branches, branch_args, n, ts + 1) < 0) return ctl_poison(g);
+  hlo_instr *ins;
+  hj_tensor_t t = ctl_call_op(op, HLO_OP_CONDITIONAL, g, ts, n + 1, branches, n, &ins);
+  return ins ? hj__op_finish(t.graph, op, ins) : t;
+}
+
+hj_tensor_t hj_reduce_with(hj_graph_t *fn, const hj_tensor_t *xs, const hj_tensor_t *inits, int n,
+                           const int64_t *dims, int ndims) {
+  const char *op = "hj_reduce_with";
+  hj_graph_t *g = n > 0 && xs ? xs[0].graph : NULL;
+  if (!g) return HJ_NONE;
+  if (n > 32 || !inits || ndims < 0 || (ndims && !dims))
+    return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: NULL arrays or counts %d/%d", op, n, ndims);
+  hj_tensor_t ts[64];
+  memcpy(ts, xs, sizeof(hj_tensor_t) * (size_t)n);
+  memcpy(ts + n, inits, sizeof(hj_tensor_t) * (size_t)n);
+  hlo_instr *ins;
+  hj_tensor_t t = ctl_call_op(op, HLO_OP_REDUCE, g, ts, 2 * n, &fn, 1, &ins);
+  if (ins) ins->dims = hlo_ints_dup(g->m, dims, ndims);
+  return ins ? hj__op_finish(t.graph, op, ins) : t;
+}
+
+hj_tensor_t hj_sort_with(hj_graph_t *cmp, const hj_tensor_t *xs, int n, int dim, bool stable) {
+  const char *op = "hj_sort_with";
+  hlo_instr *ins;
+  hj_graph_t *g = n > 0 && xs ? xs[0].graph : NULL;
+  hj_tensor_t t = ctl_call_op(op, HLO_OP_SORT, g, xs, n, &cmp, 1, &ins);
+  if (ins) {
+    int64_t d = dim < 0 ? dim + ins->operands[0]->shape.rank : dim;
+    ins->dims = hlo_ints_dup(t.graph->m, &d, 1);
+    ins->is_stable = stable;
+  }
+  return ins ? hj__op_finish(t.graph, op, ins) : t;
+}
+
+/* ---- closing captured tensors -------------------------------------------------------------- */
+
+/* Fixes |s|'s root as ctl_callee does (the single output or a tuple of them). */
 static bool cls_freeze(hj_graph_t *caller, const char *op, hj_graph_t *s) {
   if (!s || s->top != caller->top || s == s->top) {
     hj__graph_fail(caller, HJ_ERR_INVALID_ARG, "%s: graph '%s' is not a sub-graph that graph '%s' can call", op,
