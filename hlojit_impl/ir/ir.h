@@ -4,7 +4,8 @@
    Owns: element types and opcodes (X-macro tables), shapes with layouts and bounded
    dynamic dims, literals, modules / computations / instructions and their arenas, the
    context struct (errors, allocator), shape inference, the verifier, cloning and editing
-   utilities, and the opcode facts the evaluator, passes and emitters share (opfacts.c).
+   utilities, and the opcode facts the evaluator, passes and emitters share (opcodes.h,
+   opfacts.c). Prototypes are grouped by the file that defines them.
 
    The IR, in XLA's sense:
      module   — computations (callees before callers, as XLA prints them) and the entry;
@@ -231,7 +232,7 @@ hj__errslot *hj__errslot_of(const hj_ctx_t *ctx);
 #define hj__ctx_err(ctx) (hj__errslot_of(ctx)->err)     /* the thread's message */
 #define hj__ctx_last(ctx) (hj__errslot_of(ctx)->last)   /* the thread's last status */
 
-/* ---- core.c: errors, arenas, string builder, types, shapes, IR construction --------- */
+/* ---- core.c: errors, allocation, arenas, string builder ------------------------------ */
 /* Records "fmt..." as the context's message and returns |code| (ctx may be NULL). */
 /* "HJ_OK", "HJ_ERR_SHAPE", ... ("HJ_ERR_UNKNOWN" out of range); hj_status_name's text. */
 const char *hlo_status_name(hj_status s);
@@ -257,13 +258,14 @@ void hlo_arena_free(hlo_arena *a);
 void sb_printf(char **sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_puts(char **sb, const char *s);
 
+/* ---- shape.c: element types ---------------------------------------------------------- */
 const char *hlo_type_name(hlo_type t);
 int hlo_type_size(hlo_type t);                     /* bytes; 0 for tuple/token */
 hlo_type_class hlo_type_class_of(hlo_type t);
 bool hlo_type_is_float(hlo_type t);
 bool hlo_type_is_int(hlo_type t);                  /* signed or unsigned integer (not pred) */
 bool hlo_type_from_name(const char *s, size_t n, hlo_type *out);
-/* The opcode table's columns (opcodes.h says what each means). */
+/* ---- opfacts.c: the opcode table's columns (opcodes.h says what each means) ------------ */
 const char *hlo_opcode_name(hlo_opcode op);
 int hlo_opcode_arity(hlo_opcode op);               /* -1: variadic */
 int hlo_opcode_calls(hlo_opcode op);               /* -1: any number */
@@ -278,6 +280,7 @@ const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
 const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */
 const char *hlo_fusion_kind_name(hlo_fusion_kind k);  /* "kLoop", ... */
 
+/* ---- shape.c: shapes ----------------------------------------------------------------- */
 hlo_shape hlo_shape_array(hlo_type t, int rank, const int64_t *dims); /* default layout */
 hlo_shape hlo_shape_scalar(hlo_type t);
 void hlo_shape_set_default_layout(hlo_shape *s);   /* minor_to_major = {rank-1, ..., 0} */
@@ -304,7 +307,7 @@ bool hlo_shape_layout_strides(const hlo_shape *s, int64_t *strides);
 /* Equal rank and dims (types, layouts and dynamic flags ignored). */
 bool hlo_same_dims(const hlo_shape *a, const hlo_shape *b);
 
-/* ---- core.c: checked shape arithmetic ---------------------------------------------------
+/* ---- shape.c: checked shape arithmetic --------------------------------------------------
    The one place where element counts, byte sizes, strides and the extents that attributes
    give (slice, pad, windows) are computed, so that no attribute value (INT64_MIN ..
    INT64_MAX) can overflow int64 anywhere: shape inference, the builder, the verifier, the
@@ -348,6 +351,7 @@ bool hlo_window_dim(int64_t dim, int64_t size, int64_t stride, int64_t lo, int64
 /* |x| is one of the values of |v|. */
 bool hlo_ints_has(hlo_ints v, int64_t x);
 
+/* ---- module.c: modules, computations, instructions ------------------------------------ */
 hlo_module *hlo_module_new(hj_ctx_t *ctx, const char *name);  /* NULL (error set) on OOM */
 void hlo_module_free(hlo_module *m);
 void *hlo_alloc(hlo_module *m, size_t n);          /* zeroed arena memory */
@@ -366,7 +370,7 @@ void hlo_instr_set_calls(hlo_instr *ins, hlo_comp *const *calls, int n);
    (stb_ds array of pointers into |s|). */
 void hlo_shape_leaves(const hlo_shape *s, const hlo_shape ***out);
 
-/* ---- core.c: half-precision and element access --------------------------------------- */
+/* ---- element.c: half-precision and element access ------------------------------------ */
 float hlo_f16_to_f32(uint16_t h);
 uint16_t hlo_f32_to_f16(float f);                  /* round to nearest even */
 float hlo_bf16_to_f32(uint16_t h);

@@ -1,5 +1,4 @@
-/* ir/opfacts.c — the type and opcode tables (ir.h's HLO_TYPES, opcodes.h's HLO_OPCODES)
-   and the facts about opcodes that the evaluator, the passes and the emitters all need, so
+/* ir/opfacts.c — the opcode table (opcodes.h's HLO_OPCODES) and the facts about opcodes that the evaluator, the passes and the emitters all need, so
    that none of them takes them from another: the columns of the opcode table, which
    instructions are elementwise, the elementwise operation of an instruction (hlo_elem_op)
    and whether its element types are ones the op is defined on, and the plain binary
@@ -8,12 +7,6 @@
 #include "ir.h"
 
 /* ---- tables ----------------------------------------------------------------------------- */
-
-static const struct { const char *name; int size; hlo_type_class cls; } type_table[] = {
-#define X(e, s, b, c) { s, b, c },
-  HLO_TYPES(X)
-#undef X
-};
 
 static const struct {
   const char *name;
@@ -30,26 +23,6 @@ static const struct {
   HLO_OPCODES(X)
 #undef X
 };
-
-const char *hlo_type_name(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].name : "?"; }
-int hlo_type_size(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].size : 0; }
-hlo_type_class hlo_type_class_of(hlo_type t) {
-  return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].cls : HLO_CLASS_OTHER;
-}
-bool hlo_type_is_float(hlo_type t) { return hlo_type_class_of(t) == HLO_CLASS_FLOAT; }
-bool hlo_type_is_int(hlo_type t) {
-  hlo_type_class c = hlo_type_class_of(t);
-  return c == HLO_CLASS_SINT || c == HLO_CLASS_UINT;
-}
-
-bool hlo_type_from_name(const char *s, size_t n, hlo_type *out) {
-  for (int i = 0; i < HLO_TYPE_COUNT; i++)
-    if (strlen(type_table[i].name) == n && memcmp(type_table[i].name, s, n) == 0) {
-      *out = (hlo_type)i;
-      return true;
-    }
-  return false;
-}
 
 const char *hlo_opcode_name(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].name : "?"; }
 int hlo_opcode_arity(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT ? op_table[op].arity : -1; }

@@ -1,8 +1,37 @@
-/* shape.c — shapes (construction, layouts, printing, strides, leaves) and the checked shape
+/* shape.c — element types (ir.h's HLO_TYPES table), shapes (construction, layouts,
+   printing, strides, leaves) and the checked shape
    arithmetic: the one place where element counts, byte sizes, strides and the extents that
    attributes give (slice, pad, windows) are computed, so that no attribute value can
    overflow int64 anywhere (ir.h says which helper does what). */
 #include "ir.h"
+
+/* ---- element types ---------------------------------------------------------------------- */
+
+static const struct { const char *name; int size; hlo_type_class cls; } type_table[] = {
+#define X(e, s, b, c) { s, b, c },
+  HLO_TYPES(X)
+#undef X
+};
+
+const char *hlo_type_name(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].name : "?"; }
+int hlo_type_size(hlo_type t) { return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].size : 0; }
+hlo_type_class hlo_type_class_of(hlo_type t) {
+  return (unsigned)t < HLO_TYPE_COUNT ? type_table[t].cls : HLO_CLASS_OTHER;
+}
+bool hlo_type_is_float(hlo_type t) { return hlo_type_class_of(t) == HLO_CLASS_FLOAT; }
+bool hlo_type_is_int(hlo_type t) {
+  hlo_type_class c = hlo_type_class_of(t);
+  return c == HLO_CLASS_SINT || c == HLO_CLASS_UINT;
+}
+
+bool hlo_type_from_name(const char *s, size_t n, hlo_type *out) {
+  for (int i = 0; i < HLO_TYPE_COUNT; i++)
+    if (strlen(type_table[i].name) == n && memcmp(type_table[i].name, s, n) == 0) {
+      *out = (hlo_type)i;
+      return true;
+    }
+  return false;
+}
 
 /* ---- shapes ----------------------------------------------------------------------------- */
 
