@@ -114,7 +114,7 @@
      row normalisation), transpose, in-place dynamic-update-slice, and matmul (f32, and f32
      x bf16 with the weights widened as they are read; weights in its panel order read in
      place: HJ_LINEAR_PANELS).
-   - On both compiled backends a fusion no emitter takes (sort, scatter, reduce-window, dots
+   - On both compiled backends a fusion no emitter takes (sort, topk, scatter, reduce-window, dots
      other than f32 and f32 x bf16 -> f32) runs on the evaluator inside the compiled
      program; hj_exec_stats().evaluator_fallbacks counts them.
    - The evaluator (HJ_BACKEND_INTERP) runs every module hlojit can parse or build.
@@ -453,6 +453,10 @@ typedef enum hj_reducer { HJ_RED_SUM = 0, HJ_RED_PROD, HJ_RED_MAX, HJ_RED_MIN, H
 hj_tensor_t hj_reduce(hj_tensor_t x, hj_reducer_t r, const int64_t *dims, int n);
 hj_tensor_t hj_scatter(hj_tensor_t operand, hj_tensor_t indices, hj_tensor_t updates,
                        const hj_scatter_dims_t *d, hj_reducer_t combine);
+/* XLA's topk: the |k| largest (|largest|) or smallest elements of the last dim and their
+   s32 indices, as a tuple (values (..., k), indices (..., k)): hj_unpack it. Ordered by
+   XLA's total order (NaN above +inf, +0 above -0), ties by the lower index. */
+hj_tensor_t hj_topk(hj_tensor_t x, int64_t k, bool largest);
 /* Sorts along |dim|; ascending unless |descending|. NaNs sort last (total order). */
 hj_tensor_t hj_sort(hj_tensor_t x, int dim, bool descending);
 

@@ -405,6 +405,16 @@ hj_tensor_t hj_sort(hj_tensor_t x, int dim, bool descending) {
   return hj__op_finish(g, op, ins);
 }
 
+hj_tensor_t hj_topk(hj_tensor_t x, int64_t k, bool largest) {
+  const char *op = "hj_topk";
+  hj_graph_t *g;
+  hlo_instr *a;
+  if (!hj__operands(op, &x, 1, &g, &a)) return bldo_poison(g);
+  hlo_instr *ins = hj__op_begin(g, op, HLO_OP_TOPK, NULL, &a, 1);
+  if (ins) ins->k = k, ins->largest = largest;
+  return hj__op_finish(g, op, ins);
+}
+
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d) {
   const char *op = "hj_dot_general";
   hj_tensor_t ts[2] = { a, b };

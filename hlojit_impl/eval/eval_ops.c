@@ -418,6 +418,52 @@ static hj_status evo_reverse(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *c
 
 /* ---- the switch ------------------------------------------------------------------------------ */
 
+/* topk along the last dim: per row, the indices stably sorted by the total order of the
+   values (descending when |largest|: NaN first, +0 before -0, ties by index), the first k
+   of them and their values. */
+typedef struct { int64_t key; uint64_t ukey; int32_t i; } evo_tk;   /* ~keys: descending */
+static int evo_tk_cmp(const void *pa, const void *pb) {
+  const evo_tk *a = pa, *b = pb;
+  int c = a->key != b->key ? (a->key < b->key ? -1 : 1) : a->ukey != b->ukey ? (a->ukey < b->ukey ? -1 : 1) : 0;
+  return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+static hj_status evo_topk(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r) {
+  const hlo_literal *o = ops[0];
+  hlo_type t = o->shape.type;
+  int64_t n = o->shape.dims[o->shape.rank - 1], k = ins->k, rows = n ? hlo_shape_numel(&o->shape) / n : 0;
+  if (r->shape.type != HLO_TUPLE || r->nelems != 2 || n > INT32_MAX)
+    return hlo_evo_err(ctx, ins, "needs a (values, indices) result and rows shorter than 2^31");
+  evo_tk *e = malloc(sizeof *e * (size_t)(n ? n : 1));
+  if (!e) return hj__err(ctx, HJ_ERR_OOM, "topk: out of memory");
+  int es = hlo_type_size(t);
+  for (int64_t row = 0; row < rows; row++) {
+    for (int64_t j = 0; j < n; j++) {
+      int64_t at = row * n + j;
+      evo_tk x = { 0, 0, (int32_t)j };
+      if (hlo_type_is_float(t)) {   /* total order: the sign-magnitude bits made monotonic */
+        double d = hlo_load_f64(t, o->data, at);
+        int64_t bits;
+        memcpy(&bits, &d, 8);
+        x.key = bits < 0 ? bits ^ INT64_MAX : bits;
+      } else if (hlo_type_class_of(t) == HLO_CLASS_SINT) {
+        x.key = hlo_load_s64(t, o->data, at);
+      } else {
+        x.ukey = hlo_load_u64(t, o->data, at);
+      }
+      if (ins->largest) x.key = ~x.key, x.ukey = ~x.ukey;
+      e[j] = x;
+    }
+    qsort(e, (size_t)n, sizeof *e, evo_tk_cmp);
+    for (int64_t j = 0; j < k; j++) {
+      memcpy(r->elems[0]->data + (row * k + j) * es, o->data + (row * n + e[j].i) * es, (size_t)es);
+      ((int32_t *)r->elems[1]->data)[row * k + j] = e[j].i;
+    }
+  }
+  free(e);
+  return HJ_OK;
+}
+
 /* The opcode table's eval column: the function of each structural op. */
 static hlo_eval_op_fn *const evo_fns[HLO_OP_COUNT] = {
 #define X(e, s, a, ca, k, ty, co, em, lm, po, ev, bl) [HLO_OP_##e] = ev,
@@ -451,7 +497,7 @@ hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *
     return hlo_evo_err(ctx, ins, "wrong number of operands (%d)", ins->noperands);
   if (!evo_all_arrays(ops, ins->noperands)) return hlo_evo_err(ctx, ins, "operands must be arrays");
   /* Only the variadic reduce, reduce-window, sort and scatter may return tuples. */
-  bool tuple_ok = ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_REDUCE_WINDOW ||
+  bool tuple_ok = ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_REDUCE_WINDOW || ins->op == HLO_OP_TOPK ||
                   ins->op == HLO_OP_SORT || ins->op == HLO_OP_SCATTER;
   if (!hlo_shape_is_array(&ins->shape) && !(tuple_ok && ins->shape.type == HLO_TUPLE))
     return hlo_evo_err(ctx, ins, "result must be an array");

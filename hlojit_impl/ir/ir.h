@@ -130,7 +130,7 @@ typedef struct hj_module hlo_module;
   S(scatter.index_vector_dim) S(scatter.indices_are_sorted) S(scatter.unique_indices)     \
   I(window.size) I(window.stride) I(window.pad_lo) I(window.pad_hi)                       \
   I(window.base_dilation) I(window.window_dilation) S(fusion_kind) S(is_stable)            \
-  S(exponent_bits) S(mantissa_bits)
+  S(exponent_bits) S(mantissa_bits) S(k) S(largest)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -158,6 +158,8 @@ typedef struct hlo_instr {
   hlo_fusion_kind fusion_kind;
   bool is_stable;                     /* sort */
   int64_t exponent_bits, mantissa_bits;  /* reduce-precision */
+  int64_t k;                          /* topk */
+  bool largest;                       /* topk */
   bool is_root;
   hlo_literal *literal;               /* constant (arena) */
 } hlo_instr;

@@ -115,6 +115,7 @@
   X(WHILE, "while", 1, 2, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                       \
   X(CONDITIONAL, "conditional", -1, -1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                         \
   X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_sort, N)                            \
+  X(TOPK, "topk", 1, 0, OTHER, ANY, CHEAP, R, 0, 0, evo_topk, N)                                  \
   X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                    \
   X(OPT_BARRIER, "opt-barrier", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                           \
   X(GET_DIMENSION_SIZE, "get-dimension-size", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)

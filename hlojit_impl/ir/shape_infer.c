@@ -336,6 +336,22 @@ static hj_status si_map(hlo_si_cx *c, hlo_shape *out) {
 static hj_status si_shape_op(hlo_si_cx *c, hlo_shape *out);
 static hj_status si_control(hlo_si_cx *c, hlo_shape *out);
 
+/* topk: the k largest (or smallest) of the last dim, and their indices: (T[..., k], s32[..., k]). */
+static hj_status si_topk(hlo_si_cx *c, hlo_shape *out) {
+  hj_status st = hlo_si_nops(c, 1);
+  if (!st) st = hlo_si_array(c, 0);
+  if (st) return st;
+  const hlo_shape *a = hlo_si_op(c, 0);
+  if (a->rank < 1 || c->ins->k < 0 || c->ins->k > a->dims[a->rank - 1])
+    return hlo_si_err(c, "k=%lld needs rank >= 1 and k <= the last dim of %s", (long long)c->ins->k,
+                      hlo_si_str(c, 0, a));
+  hlo_shape res[2] = { hlo_si_result(a), hlo_si_result(a) };
+  res[0].dims[a->rank - 1] = res[1].dims[a->rank - 1] = c->ins->k;
+  res[0].dynamic[a->rank - 1] = res[1].dynamic[a->rank - 1] = false;
+  res[1].type = HLO_S32;
+  return hlo_si_tuple(c, res, 2, out);
+}
+
 static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out);
 
 /* Every result, declared or derived, passes hlo_shape_check: this is what keeps a module
@@ -379,6 +395,7 @@ static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
     return hlo_si_index_op(c, out);
   case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: case HLO_OP_DOT: case HLO_OP_SORT:
     return hlo_si_reduce_like(c, out);
+  case HLO_OP_TOPK: return si_topk(c, out);
   default: return si_control(c, out);
   }
 }

@@ -350,6 +350,8 @@ static const pra_attr pra_table[] = {
   { "is_stable", PRA_BOOL, PRA_I(is_stable), NULL, PRA_OPS(HLO_OP_SORT) },
   { "exponent_bits", PRA_INT, PRA_I(exponent_bits), NULL, PRA_OPS(HLO_OP_REDUCE_PRECISION) },
   { "mantissa_bits", PRA_INT, PRA_I(mantissa_bits), NULL, PRA_OPS(HLO_OP_REDUCE_PRECISION) },
+  { "k", PRA_INT, PRA_I(k), NULL, PRA_OPS(HLO_OP_TOPK) },
+  { "largest", PRA_BOOL, PRA_I(largest), NULL, PRA_OPS(HLO_OP_TOPK) },
   { "window", PRA_FN, 0, pra_window, PRA_OPS(HLO_OP_REDUCE_WINDOW) },
   { "sharding", PRA_FN, 0, pra_sharding, PRA_ANY },
   /* No effect on values: skipped. (algorithm= may lower a dot's internal precision on some
@@ -434,7 +436,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
       *const dims[] = { "dimensions", NULL }, *const red[] = { "dimensions", "to_apply", NULL },
       *const app[] = { "to_apply", NULL }, *const fus[] = { "kind", "calls", NULL },
       *const wh[] = { "condition", "body", NULL }, *const rw[] = { "window", "to_apply", NULL },
-      *const rp[] = { "exponent_bits", "mantissa_bits", NULL },
+      *const rp[] = { "exponent_bits", "mantissa_bits", NULL }, *const tk[] = { "k", NULL },
       *const ga[] = { "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                       "slice_sizes", NULL },
       *const sc[] = { "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
@@ -452,6 +454,10 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
   case HLO_OP_REDUCE: case HLO_OP_SORT: need = red; break;
   case HLO_OP_MAP: case HLO_OP_CALL: need = app; break;
   case HLO_OP_REDUCE_PRECISION: need = rp; break;
+  case HLO_OP_TOPK:
+    need = tk;
+    if (!pra_seen(seen, "largest", ins->op)) ins->largest = true;   /* XLA's default */
+    break;
   case HLO_OP_FUSION: need = fus; break;
   case HLO_OP_WHILE: need = wh; break;
   case HLO_OP_REDUCE_WINDOW: need = rw; break;

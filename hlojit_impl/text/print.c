@@ -281,6 +281,9 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
     if (ins->cmp_type != HLO_CMPT_DEFAULT) sb_printf(sb, ", type=%s", hlo_cmp_type_name(ins->cmp_type));
     break;
   case HLO_OP_DOT: pr_dot(sb, &ins->dot); break;
+  case HLO_OP_TOPK:
+    sb_printf(sb, ", k=%lld, largest=%s", (long long)ins->k, ins->largest ? "true" : "false");
+    break;
   case HLO_OP_REDUCE_PRECISION:
     sb_printf(sb, ", exponent_bits=%lld, mantissa_bits=%lld", (long long)ins->exponent_bits,
               (long long)ins->mantissa_bits);

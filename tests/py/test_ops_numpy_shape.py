@@ -530,6 +530,21 @@ def test_sort(direction, t):
                  comps), [x], [np.ascontiguousarray(want)], [t])
 
 
+# u64 is left out: jax.lax.top_k on CPU returns u64 values above 2^53 rounded as doubles
+# (2708600709339372262 -> ...032), where the topk of XLA's semantics moves them unchanged.
+@pytest.mark.parametrize("t", [t for t in ALL if t not in ("pred", "u64")])
+@pytest.mark.parametrize("k", [0, 1, 4, 9])
+def test_topk(k, t):
+    # Reference: jax.lax.top_k (XLA's topk on CPU; largest, ties to the lower index) on edge
+    # values with many repeats; its values are data moved, never computed. Indices exact.
+    x = mixed(t, (4, 9), "topk" + t)
+    x[:, 3] = x[:, 5]                      # ties
+    wv, wi = jx(lambda v: lax.top_k(v, k), x)
+    hlo = module("topk", [x], "(%s, s32[4,%d]) topk(p0), k=%d, largest=true"
+                 % (shape_str(t, (4, k)), k, k))
+    check("topk_%d_%s" % (k, t), hlo, [x], [wv.astype(NP[t]), wi.astype(np.int32)], [t, "s32"])
+
+
 SORT2 = """cmp2 {
   ak = s32[] parameter(0)
   bk = s32[] parameter(1)

@@ -51,6 +51,7 @@ static hj_tensor_t o_clamp(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return
 static hj_tensor_t o_convert(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_convert(a, HJ_S8); }
 static hj_tensor_t o_bitcast_convert(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_bitcast_convert(a, HJ_S32); }
 static hj_tensor_t o_reduce_precision(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_reduce_precision(a, 5, 10); }
+static hj_tensor_t o_topk(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_get_tuple_element(hj_topk(a, 2, true), 1); }
 static hj_tensor_t o_broadcast_in_dim(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
   return hj_broadcast_in_dim(a, HJ_SHAPE(2, 4, 4), (int64_t[]){ 1, 2 }, 2);
 }
@@ -136,7 +137,7 @@ static const th_op th_ops[] = {
   OP(max, "FF"), OP(min, "FF"), OP(atan2, "FF"), OP(and, "II"), OP(or, "II"), OP(xor, "II"),
   OP(shl, "II"), OP(shr_arith, "II"), OP(shr_logical, "II"), OP(compare, "FF"), OP(matmul, "FF"),
   OP(embedding, "FI"), OP(select, "PFF"), OP(clamp, "FFF"), OP(convert, "F"),
-  OP(bitcast_convert, "F"), OP(reduce_precision, "F"), OP(broadcast_in_dim, "F"), OP(broadcast_to, "F"), OP(reshape, "F"),
+  OP(bitcast_convert, "F"), OP(reduce_precision, "F"), OP(topk, "F"), OP(broadcast_in_dim, "F"), OP(broadcast_to, "F"), OP(reshape, "F"),
   OP(transpose, "F"), OP(slice, "F"), OP(dynamic_slice, "FSS"), OP(dynamic_update_slice, "FWS"),
   OP(concat, "FF"), OP(pad, "Fs"), OP(reverse, "F"), OP(gather, "FJ"), OP(scatter, "FJU"),
   OP(reduce, "F"), OP(sort, "F"), OP(dot_general, "FF"), OP(get_tuple_element, "FF"),
