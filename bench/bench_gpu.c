@@ -1,13 +1,13 @@
 /* bench_gpu.c — the CUDA backend's three ratios, measured in one run on one GPU
    (`make bench-gpu`; bench/README.md):
 
-   1. matmul: the tiled kernel (backends/cuda/cuda_matmul.c, f32, no tensor cores) against
+   1. matmul: the tiled kernel (hlojit_impl/emitters/gpu_mm_tiled.c, f32, no tensor cores) against
       cuBLAS sgemm (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F, no TF32) at GPT-2
       small's shapes for T = 64 and T = 1024 tokens: qkv T x 2304 x 768, attention
       projection T x 768 x 768, fc T x 3072 x 768, fc projection T x 768 x 3072, and the
       tied lm head T x 50257 x 768 (B as [N, K]); the same device buffers for both. Ratio =
       cuBLAS time / tiled time (1.0: as fast as cuBLAS; goal >= 0.5). At T = 1 (decode)
-      the skinny kernel (cuda_gemv.c) instead, in GB/s of A, B and C moved.
+      the skinny kernel (gpu_mm_skinny.c) instead, in GB/s of A, B and C moved.
    2. elementwise: a GELU fusion on f32[64M] through the library (hj_exec_run, graph replay:
       one kernel reading 256 MiB and writing 256 MiB) against cuMemcpyDtoDAsync of 256 MiB
       (also 512 MiB moved). Ratio = fusion GB/s / copy GB/s (goal >= 0.8).
@@ -27,7 +27,7 @@
 #include "bench_util.h"
 #include "backends/cuda/cuda_codegen.h"
 #include "backends/cuda/cuda_driver.h"
-#include "backends/cuda/cuda_matmul.h"
+#include "hlojit_impl/emitters/gpu_mm.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -60,7 +60,7 @@ static void bg_fill(CUdeviceptr p, size_t n, uint64_t seed) {
   }
 }
 
-static cublasStatus_t bg_cublas(const cuda_matmul_spec *s, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C) {
+static cublasStatus_t bg_cublas(const emit_gpu_mm *s, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C) {
   float one = 1, zero = 0;
   return G_d->cublasGemmStridedBatchedEx(
       G_dv->blas, s->b_nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, (int)s->n, (int)s->m, (int)s->k, &one,
@@ -69,7 +69,7 @@ static cublasStatus_t bg_cublas(const cuda_matmul_spec *s, CUdeviceptr A, CUdevi
       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-static double bg_time_mm(bool tiled, CUfunction fn, const cuda_matmul_launch *l, const cuda_matmul_spec *s,
+static double bg_time_mm(bool tiled, CUfunction fn, const emit_gpu_mm_launch *l, const emit_gpu_mm *s,
                          CUdeviceptr A, CUdeviceptr B, CUdeviceptr C) {
   cuda_error e;
   void *params[] = { &A, &B, &C };
@@ -98,19 +98,24 @@ static double bg_time_mm(bool tiled, CUfunction fn, const cuda_matmul_launch *l,
 
 static void bg_matmul(const bg_mm *c, int64_t T) {
   cuda_error e;
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = T, s.n = c->n, s.k = c->k, s.b_nk = c->b_nk, s.sm_count = G_dv->info.sm_count;
   s.stride_a = s.m * s.k, s.stride_b = s.k * s.n, s.stride_c = s.m * s.n;
   LLVMContextRef lc = LLVMContextCreate();
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("bench_mm", lc);
   cuda_codegen_prepare_module(G_cg, mod);
-  cuda_matmul_launch l;
+  emit_gpu_mm_launch l;
   char *ptx = NULL;
-  bool skinny = s.m <= CUDA_GEMV_MAX_M;   /* as cuda_gemm.c makes it */
-  hj_status es = skinny ? cuda_gemv_emit(mod, "bench_mm", &s, &l, &e) : cuda_matmul_emit(mod, "bench_mm", &s, &l, &e);
-  if (es != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
+  bool skinny = s.m <= EMIT_GPU_SKINNY_MAX_M;   /* as emitters/gpu_matmul.c picks it */
+  emit_gpu_err ge = { 0 };
+  hj_status es = skinny ? emit_gpu_mm_skinny(mod, "bench_mm", &s, &l, &ge) : emit_gpu_mm_tiled(mod, "bench_mm", &s, &l, &ge);
+  if (es != HJ_OK) {
+    e.status = ge.status;
+    snprintf(e.msg, sizeof e.msg, "%s", ge.msg);
     bg_die(c->what, &e);
+  }
+  if (cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK) bg_die(c->what, &e);
   LLVMDisposeModule(mod);
   LLVMContextDispose(lc);
   CUmodule cm;

@@ -254,7 +254,7 @@ static emit_target cb_emit_target(cuda_arch arch, int sm_count, bool libdevice) 
   t.gpu_sm = arch == CUDA_SM_90A ? 90 : 80;
   t.gpu_sm_count = sm_count > 0 ? sm_count : arch == CUDA_SM_90A ? 132 : 108;
   t.gpu_libdevice = libdevice;
-  t.gpu_tiled_matmul = cub_tiled_matmul;
+  t.gpu_tiled_matmul = true;
   return t;
 }
 

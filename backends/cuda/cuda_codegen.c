@@ -13,6 +13,7 @@
         tests) and inlining/GlobalDCE remove what is not reached from a kernel;
      4. the target machine writes PTX assembly into a memory buffer. */
 #include "cuda_codegen.h"
+#include "../../hlojit_impl/emitters/gpu_mm.h"   /* emit_gpu_intrinsic */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
@@ -125,16 +126,9 @@ void cuda_codegen_prepare_module(cuda_codegen *cg, LLVMModuleRef mod) {
 
 LLVMValueRef cuda_intrinsic(LLVMModuleRef mod, const char *name, LLVMTypeRef *overloads, int n,
                             cuda_error *e) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  if (id == 0) {
-    cuda_error_set(e, HJ_ERR_INTERNAL, "LLVM 19 has no intrinsic '%s'", name);
-    return NULL;
-  }
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, overloads, (size_t)n);
-  if (!f || LLVMGetIntrinsicID(f) == 0) {
-    cuda_error_set(e, HJ_ERR_INTERNAL, "LLVM could not declare intrinsic '%s'", name);
-    return NULL;
-  }
+  emit_gpu_err ge = { 0 };
+  LLVMValueRef f = emit_gpu_intrinsic(mod, name, overloads, n, &ge);
+  if (!f) cuda_error_set(e, ge.status, "%s", ge.msg);
   return f;
 }
 

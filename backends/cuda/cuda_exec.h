@@ -5,9 +5,9 @@
                      memory from the caller's), residency flags and prefetches;
      cuda_run.c      running an executable: staging, prefetching, eager launches, CUDA
                      graphs (record, replay, update in place);
-     cuda_gemm.c     matmul thunks: our kernel or cuBLAS (+ epilogue kernel), chosen per
-                     shape; the adapter from the emitters' tiled-matmul request to
-                     cuda_matmul_emit (cuda_gemv_emit for M <= 8 rows);
+     cuda_gemm.c     matmul thunks: our kernel (the emitters make it: gpu_mm.h's tiled one,
+                     or the skinny one for M <= 8 rows) or cuBLAS (+ epilogue kernel),
+                     chosen per shape;
      cuda_code_cache.c  the PTX cache: each module's PTX once per key, in memory and on disk.
 
    Invariants
@@ -24,7 +24,7 @@
 
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
-#include "cuda_matmul.h"
+#include "../../hlojit_impl/emitters/gpu_mm.h"
 #include "../../hlojit_impl/backend.h"
 #include "../../hlojit_impl/runtime/runtime.h"
 #include "../../hlojit_impl/emitters/matmul_plan.h"
@@ -167,8 +167,6 @@ void cub_graph_plan(cub_exec *x);
 void cub_graph_free(cub_exec *x);
 
 /* ---- cuda_gemm.c ------------------------------------------------------------------------ */
-/* emit_target.gpu_tiled_matmul for this backend (ud: unused). */
-hj_status cub_tiled_matmul(void *ud, struct emit_module *em, struct emit_gpu_mm *mm);
 /* Resolves the functions of matmul thunk |t| in x->mod and makes its cub_mm (t->fn). */
 hj_status cub_mm_prepare(cub_exec *x, th_thunk *t);
 /* The th_runtime matmul hook (eager, capture or replay per x->mode). */

@@ -1,9 +1,9 @@
-/* cuda_gemm.c — matmul thunks on the GPU (cuda_exec.h): our kernel or cuBLAS, and the
-   adapter that lets the emitters (emitters/gpu_matmul.c) ask for our kernel.
+/* cuda_gemm.c — matmul thunks on the GPU (cuda_exec.h): our kernel (made by the emitters:
+   emitters/gpu_matmul.c with gpu_mm.h's generators) or cuBLAS.
 
    Two ways to run a matmul fusion (matmul_plan.h, gpu_* fields):
      TILED   NAME_mm(A, B, C, operand 0, ..., operand n-1) with the fusion's epilogue fused:
-             cuda_matmul.c's tiled kernel, or for M <= CUDA_GEMV_MAX_M (8) rows cuda_gemv.c's
+             gpu_mm_tiled.c's tiled kernel, or for M <= EMIT_GPU_SKINNY_MAX_M (8) rows gpu_mm_skinny.c's
              skinny kernel (a decode step's matmuls), both with the same ABI;
      CUBLAS  cublasGemmStridedBatchedEx, f32 in and out, CUBLAS_COMPUTE_32F (TF32 only with
              HLOJIT_CUDA_TF32=1: CUBLAS_COMPUTE_32F_FAST_TF32), then NAME_epi in place when
@@ -28,30 +28,6 @@
 #include "cuda_exec.h"
 #include <stdlib.h>
 #include <time.h>
-
-/* ---- the emitters' request -> cuda_matmul_emit / cuda_gemv_emit ------------------------------ */
-
-hj_status cub_tiled_matmul(void *ud, struct emit_module *em, struct emit_gpu_mm *mm) {
-  (void)ud;
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
-  s.m = mm->m, s.n = mm->n, s.k = mm->k, s.batch = mm->batch, s.b_nk = mm->b_nk;
-  s.stride_a = mm->stride_a, s.stride_b = mm->stride_b, s.stride_c = mm->stride_c;
-  s.sm_count = em->target.gpu_sm_count;
-  s.n_extra = mm->epilogue ? mm->n_extra : 0;
-  s.epilogue = mm->epilogue;   /* the generators call the emitters' epilogue themselves */
-  s.epilogue_user = mm->epilogue_user;
-  cuda_matmul_launch l;
-  cuda_error e = { 0 };
-  hj_status st = s.m <= CUDA_GEMV_MAX_M ? cuda_gemv_emit(em->mod, mm->name, &s, &l, &e)
-                                        : cuda_matmul_emit(em->mod, mm->name, &s, &l, &e);
-  if (st != HJ_OK) return cub_err(em->ctx, &e);
-  memcpy(mm->grid, l.grid, sizeof l.grid);
-  memcpy(mm->block, l.block, sizeof l.block);
-  mm->shared_bytes = 0;   /* the tiles are static shared arrays */
-  mm->tile = l.tile;
-  return HJ_OK;
-}
 
 /* ---- the choice cache ------------------------------------------------------------------------- */
 
@@ -88,7 +64,7 @@ static void cg_store(const cg_key *k, int choice, double tms, double bms) {
 
 /* HLOJIT_CUDA_GEMM=rule (see the top). */
 static int cg_rule(const struct emit_matmul_plan *p) {
-  return p->M > CUDA_GEMV_MAX_M && p->M < 16 ? CUB_MM_CUBLAS : CUB_MM_TILED;
+  return p->M > EMIT_GPU_SKINNY_MAX_M && p->M < 16 ? CUB_MM_CUBLAS : CUB_MM_TILED;
 }
 
 /* ---- prepare ------------------------------------------------------------------------------------ */

@@ -56,10 +56,9 @@ typedef struct emit_target {
   int gpu_sm_count;    /* multiprocessors of the device (0: unknown; tiling choices) */
   bool gpu_libdevice;  /* libdevice can be linked: functions the CPU takes from libm become
                           __nv_* calls; false: fusions needing them are HJ_ERR_UNSUPPORTED */
-  /* The backend's shared-memory tiled matmul generator (backends/cuda/cuda_matmul.c);
-     NULL: matmul fusions take the library (cuBLAS) path only. */
-  hj_status (*gpu_tiled_matmul)(void *ud, struct emit_module *em, struct emit_gpu_mm *mm);
-  void *gpu_ud;
+  /* The target runs our tiled and skinny matmul kernels (gpu_mm.h); false: matmul fusions
+     take the library (cuBLAS) path only. */
+  bool gpu_tiled_matmul;
 } emit_target;
 
 typedef struct emit_module {
@@ -249,8 +248,9 @@ hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo
    output elements (0: nothing to launch). Names contain no '.' (PTX would spell it _$_).
 
    Matmul fusions (EMIT_KIND_MATMUL) on a GPU fill emit_kernel.matmul's gpu_* fields
-   (matmul_plan.h): the tiled kernel (made by emit_target.gpu_tiled_matmul, the epilogue
-   fused) and, for the library path, an epilogue kernel applied in place after the gemm. */
+   (matmul_plan.h): the tiled or skinny kernel (gpu_mm.h's generators, the epilogue fused;
+   when emit_target.gpu_tiled_matmul) and, for the library path, an epilogue kernel applied
+   in place after the gemm. */
 typedef struct emit_gpu_mm_epi {   /* what a GPU matmul's epilogue sees per element (the
                                       tiled and skinny generators call it straight) */
   LLVMBuilderRef b;                /* positioned where the value is needed */
@@ -261,20 +261,6 @@ typedef struct emit_gpu_mm_epi {   /* what a GPU matmul's epilogue sees per elem
   const LLVMValueRef *extra;       /* the kernel's extra pointer parameters */
   int n_extra;
 } emit_gpu_mm_epi;
-
-typedef struct emit_gpu_mm {       /* a request to emit_target.gpu_tiled_matmul */
-  const char *name;                /* the kernel's symbol */
-  int64_t m, n, k, batch;          /* C[b][M,N] = A[b][M,K] x B[b] */
-  bool b_nk;                       /* B is [N,K] (else [K,N]) */
-  int64_t stride_a, stride_b, stride_c;   /* elements between batch items */
-  int n_extra;                     /* extra pointer parameters after A, B, C (<= 16) */
-  /* straight-line code giving the f32 to store (NULL: the sum) */
-  LLVMValueRef (*epilogue)(void *user, const emit_gpu_mm_epi *a);
-  void *epilogue_user;
-  /* filled by the generator */
-  unsigned grid[3], block[3], shared_bytes;
-  int tile;
-} emit_gpu_mm;
 
 /* gpu_kernel.c, the one place kernels are marked (the fusion kernels and the CUDA
    backend's matmul generators): makes |fn| a kernel (PTX kernel calling convention)

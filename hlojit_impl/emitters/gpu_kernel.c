@@ -14,6 +14,7 @@
    8- and 16-bit integers zero-extended; f32 as its bits; 64-bit types as two halves) and is
    put back together on the other side, so reductions of every type can use them. */
 #include "gpu_internal.h"
+#include "gpu_mm.h"
 
 static void emg_attr(emit_module *em, LLVMValueRef fn, unsigned at, const char *name, uint64_t v) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
@@ -30,6 +31,18 @@ static void emg_annotate(LLVMModuleRef mod, LLVMValueRef fn, const char *key, in
   };
   LLVMAddNamedMetadataOperand(mod, "nvvm.annotations",
                               LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, ops, 3)));
+}
+
+LLVMValueRef emit_gpu_intrinsic(LLVMModuleRef mod, const char *name, LLVMTypeRef *overloads, int n,
+                                emit_gpu_err *e) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = id ? LLVMGetIntrinsicDeclaration(mod, id, overloads, (size_t)n) : NULL;
+  if (!f || LLVMGetIntrinsicID(f) == 0) {
+    emit_gpu_err_set(e, HJ_ERR_INTERNAL, id ? "LLVM could not declare intrinsic '%s'"
+                                            : "LLVM 19 has no intrinsic '%s'", name);
+    return NULL;
+  }
+  return f;
 }
 
 void emit_gpu_mark_kernel(LLVMModuleRef mod, LLVMValueRef fn, int max_threads, int min_blocks) {

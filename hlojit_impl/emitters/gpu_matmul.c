@@ -2,8 +2,9 @@
    emitter's acceptance, matmul.c's emitp_matmul_check: f32, operands fused parameters, an
    elementwise epilogue at most) becomes two ways to run it, and the backend picks one per
    shape at run time (matmul_plan.h's gpu_* fields):
-     - NAME_mm, the shared-memory tiled kernel (backends/cuda/cuda_matmul.c, through
-       emit_target.gpu_tiled_matmul: tiles of A and B staged in shared memory, an 8x8
+     - NAME_mm, the shared-memory tiled kernel (gpu_mm_tiled.c; gpu_mm_skinny.c's for at
+       most EMIT_GPU_SKINNY_MAX_M rows), when emit_target.gpu_tiled_matmul says the target
+       runs it: tiles of A and B staged in shared memory, an 8x8
        register block per thread, float4 loads, double buffering, bounds for any shape,
        batched over blockIdx.z) with the epilogue fused: for each of a thread's 64 outputs
        the generator calls back here, and the elemental emitter computes the fusion's root
@@ -22,6 +23,7 @@
    and 0 elsewhere, and the root's linear index equals the dot's. */
 #include "gpu_internal.h"
 #include "matmul_plan.h"
+#include "gpu_mm.h"
 #include <stdlib.h>
 
 typedef struct gmm_ctx {
@@ -44,7 +46,7 @@ static LLVMValueRef gmm_root_at(emit_fn *f, const gmm_ctx *c, LLVMValueRef acc, 
   return emit_elemental(f, root, &idx);
 }
 
-/* The tiled generator's epilogue hook (emit_gpu_mm.epilogue). */
+/* The generators' epilogue (emit_gpu_mm.epilogue). */
 static LLVMValueRef gmm_epilogue(void *user, const emit_gpu_mm_epi *a) {
   gmm_ctx *c = user;
   emit_module *em = c->em;
@@ -126,20 +128,26 @@ hj_status emitg_matmul(emit_module *em, const hlo_instr *fusion, const hlo_instr
   }
   if (st == HJ_OK && em->target.gpu_tiled_matmul && fusion->noperands <= 16 && p->M > 0 && p->N > 0) {
     snprintf(p->gpu_tiled_name, sizeof p->gpu_tiled_name, "%s_mm", name);
-    emit_gpu_mm req = {
-      .name = p->gpu_tiled_name, .m = p->M, .n = p->N, .k = p->K, .batch = p->B,
-      .b_nk = p->rhs_transposed, .stride_a = p->M * p->K, .stride_b = p->K * p->N,
-      .stride_c = p->M * p->N, .n_extra = fusion->noperands,
-      .epilogue = epi ? gmm_epilogue : NULL, .epilogue_user = &c,
-    };
+    emit_gpu_mm s;   /* the skinny kernel for a few rows, else the tiled one (gpu_mm.h) */
+    emit_gpu_mm_init(&s);
+    s.m = p->M, s.n = p->N, s.k = p->K, s.batch = p->B, s.b_nk = p->rhs_transposed;
+    s.stride_a = p->M * p->K, s.stride_b = p->K * p->N, s.stride_c = p->M * p->N;
+    s.sm_count = em->target.gpu_sm_count;
+    s.n_extra = epi ? fusion->noperands : 0;
+    s.epilogue = epi ? gmm_epilogue : NULL;
+    s.epilogue_user = &c;
+    emit_gpu_mm_launch l;
+    emit_gpu_err e = { 0 };
     LLVMValueRef last = LLVMGetLastFunction(em->mod);
-    hj_status ts = em->target.gpu_tiled_matmul(em->target.gpu_ud, em, &req);
+    hj_status ts = s.m <= EMIT_GPU_SKINNY_MAX_M ? emit_gpu_mm_skinny(em->mod, p->gpu_tiled_name, &s, &l, &e)
+                                                : emit_gpu_mm_tiled(em->mod, p->gpu_tiled_name, &s, &l, &e);
+    if (ts != HJ_OK) hj__err(em->ctx, ts, "GPU matmul '%s': %s", fusion->name, e.msg);
     if (ts == HJ_OK) ts = c.st;
     if (ts == HJ_OK) {
-      memcpy(p->gpu_grid, req.grid, sizeof req.grid);
-      memcpy(p->gpu_block, req.block, sizeof req.block);
-      p->gpu_shared = req.shared_bytes;
-      p->gpu_tile = req.tile;
+      memcpy(p->gpu_grid, l.grid, sizeof l.grid);
+      memcpy(p->gpu_block, l.block, sizeof l.block);
+      p->gpu_shared = 0;   /* the tiles are static shared arrays */
+      p->gpu_tile = l.tile;
       p->gpu_n_extra = fusion->noperands;
     } else if (ts == HJ_ERR_UNSUPPORTED || ts == HJ_ERR_INVALID_ARG) {
       emitp_drop_after(em->mod, last);   /* the library path alone */

@@ -5,7 +5,7 @@
    not the GPU's memory model (it runs one thread at a time).
 
    How: a module is compiled by the same compile driver (rt_compile) with the CUDA
-   backend's emitter target (gpu, sm_80, the tiled-matmul generator cub_tiled_matmul) and
+   backend's emitter target (gpu, sm_80, the tiled and skinny matmul kernels) and
    passes, but into a module of the host JIT (backends/cpu/cpu_jit). Before the host
    compiles it: every PTX kernel gets the C calling convention and a wrapper NAME_emu(void
    **args); every NVVM intrinsic (llvm.nvvm.read.ptx.sreg.*, barrier0, shfl.sync.*) becomes
@@ -376,7 +376,7 @@ static hj_status emu_compile_module(cuda_emu *e, const hlo_module *m, emu_exec *
   rt_target t = {
     .name = "GPU emulator",
     .emit = { .gpu = true, .vector_bytes = 16, .has_fma = true, .has_f16c = true, .gpu_sm = 80,
-              .gpu_sm_count = 108, .gpu_libdevice = true, .gpu_tiled_matmul = cub_tiled_matmul },
+              .gpu_sm_count = 108, .gpu_libdevice = true, .gpu_tiled_matmul = true },
     .pre = pre, .npre = 1, .post = post, .npost = 2, .ud = &c,
     .module_begin = emu_module_begin, .module_discard = emu_module_discard,
     .unique_name = emu_unique_name, .module_finish = emu_module_finish,

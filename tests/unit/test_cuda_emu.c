@@ -246,7 +246,7 @@ static void test_matmuls_emu(void **state) {
   cuda_emu emu;
   CHECK_OK(ref, emu_create(ref, &emu));
   ce_tally t = { 0 };
-  /* {M, N, K, B as [N,K]}. M <= 8 runs the skinny kernel (cuda_gemv.c): B [K,N] at each
+  /* {M, N, K, B as [N,K]}. M <= 8 runs the skinny kernel (gpu_mm_skinny.c): B [K,N] at each
      column-group width (N 40 -> 2, 3000 -> 8 groups), rows past a block's columns,
      partial k steps, K = 0; B [N,K] with float4 and scalar rows, a last block's warps
      past N */

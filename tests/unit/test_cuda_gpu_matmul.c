@@ -1,5 +1,5 @@
-/* test_cuda_gpu_matmul.c — the tiled matmul kernel (backends/cuda/cuda_matmul.c) and the
-   skinny one for M <= 8 (cuda_gemv.c) run on a real GPU, against an f64 reference on the host and against cuBLAS (cublasGemmEx /
+/* test_cuda_gpu_matmul.c — the tiled matmul kernel (hlojit_impl/emitters/gpu_mm_tiled.c) and the
+   skinny one for M <= 8 (gpu_mm_skinny.c) run on a real GPU, against an f64 reference on the host and against cuBLAS (cublasGemmEx /
    cublasGemmStridedBatchedEx, f32 compute, no TF32). Without a device every test says
    "skipped: no CUDA device (why)" and counts as skipped. `make test-gpu` runs it.
 
@@ -31,7 +31,7 @@ int main(void) {
 #else
 #include "backends/cuda/cuda_codegen.h"
 #include "backends/cuda/cuda_driver.h"
-#include "backends/cuda/cuda_matmul.h"
+#include "hlojit_impl/emitters/gpu_mm.h"
 #include <math.h>
 
 static cuda_driver *G_d;
@@ -121,7 +121,7 @@ static float *tg_alloc(size_t n, CUdeviceptr *p) {
 }
 
 /* cuBLAS on the same data: row-major C[M,N] = A B is column-major C^T = B^T A^T. */
-static void tg_cublas(const cuda_matmul_spec *s, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C) {
+static void tg_cublas(const emit_gpu_mm *s, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C) {
   cuda_driver *d = G_d;
   float one = 1, zero = 0;
   cublasOperation_t opb = s->b_nk ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -139,8 +139,8 @@ static void tg_cublas(const cuda_matmul_spec *s, CUdeviceptr A, CUdeviceptr B, C
 
 static void tg_run(const tg_case *tc) {
   cuda_error e;
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1;
   s.tile = tc->tile > 0 ? tc->tile : 0, s.bk = tc->bk ? tc->bk : 8, s.b_nk = tc->b_nk;
   s.sm_count = G_dv->info.sm_count;
@@ -150,11 +150,12 @@ static void tg_run(const tg_case *tc) {
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("mm_gpu", c);
   cuda_codegen_prepare_module(G_cg, mod);
-  cuda_matmul_launch l;
+  emit_gpu_mm_launch l;
   char *ptx = NULL;
-  hj_status es = tc->tile < 0 ? cuda_gemv_emit(mod, "mm_gpu", &s, &l, &e) : cuda_matmul_emit(mod, "mm_gpu", &s, &l, &e);
-  if (es != HJ_OK || cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK)
-    fail_msg("%s: %s", tc->what, e.msg);
+  emit_gpu_err ge = { 0 };
+  hj_status es = tc->tile < 0 ? emit_gpu_mm_skinny(mod, "mm_gpu", &s, &l, &ge) : emit_gpu_mm_tiled(mod, "mm_gpu", &s, &l, &ge);
+  if (es != HJ_OK) fail_msg("%s: %s", tc->what, ge.msg);
+  if (cuda_compile_ptx(G_cg, mod, &ptx, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
   LLVMDisposeModule(mod);
   LLVMContextDispose(c);
   CUmodule cm = NULL;
@@ -268,7 +269,7 @@ static const tg_case tg_ragged[] = {
   { "k = 0 +bias", 100, 100, 0, 0, 0, 0, false, true },
 };
 
-/* tile -1: the skinny kernel (cuda_gemv.c) — GPT-2's decode shapes, both B layouts, 8 rows,
+/* tile -1: the skinny kernel (gpu_mm_skinny.c) — GPT-2's decode shapes, both B layouts, 8 rows,
    batched attention, unaligned rows, K = 0 */
 static const tg_case tg_skinny[] = {
   { "skinny qkv 1x2304x768 +bias", 1, 2304, 768, 0, -1, 0, false, true },

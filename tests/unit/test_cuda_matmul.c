@@ -1,4 +1,4 @@
-/* test_cuda_matmul.c — the tiled matmul kernel generator (backends/cuda/cuda_matmul.c)
+/* test_cuda_matmul.c — the tiled matmul kernel generator (hlojit_impl/emitters/gpu_mm_tiled.c)
    without a GPU: structure checked on the PTX that LLVM's NVPTX backend writes, and every
    variant assembled by NVIDIA's ptxas for sm_80 and sm_90a (skipped, saying so, without
    ptxas). Numbers need a GPU: test_cuda_gpu_matmul.c.
@@ -14,7 +14,7 @@
    - aligned shapes load with ld.global.nc.v4.f32 and store with st.global.v4.f32; shapes
      with a row length not a multiple of 4 have no vector global access at all;
    - the shared arrays are declared (.shared .align 16) with the padded row (T + 4).
-   The skinny kernel (cuda_gemv.c, M <= 8) likewise: every variant (B [K,N] / [N,K], float4
+   The skinny kernel (gpu_mm_skinny.c, M <= 8) likewise: every variant (B [K,N] / [N,K], float4
    and scalar rows, batched, a bias epilogue, K = 0, GPT-2's decode shapes) assembles for
    both archs with no spill, ptxas's static shared memory is what the generator announced,
    the warp sums are shuffles (one barrier with B [K,N], none with [N,K]), aligned shapes
@@ -33,7 +33,7 @@ int main(void) {
 }
 #else
 #include "backends/cuda/cuda_codegen.h"
-#include "backends/cuda/cuda_matmul.h"
+#include "hlojit_impl/emitters/gpu_mm.h"
 
 static int tm_assembled, tm_skipped, tm_spilled;
 
@@ -116,8 +116,8 @@ static void tm_run(const tm_case *tc, cuda_arch arch) {
   cuda_codegen *cg = tmod.cg;
   LLVMModuleRef mod = tmod.mod;
   cuda_error e;
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1;
   s.tile = tc->tile, s.bk = tc->bk ? tc->bk : 8, s.b_nk = tc->b_nk;
   if (s.batch > 1) {
@@ -126,8 +126,9 @@ static void tm_run(const tm_case *tc, cuda_arch arch) {
     s.stride_c = s.m * s.n;
   }
   if (tc->bias) { s.n_extra = 1; s.epilogue = tm_bias; }
-  cuda_matmul_launch l;
-  if (cuda_matmul_emit(mod, "mm_kernel", &s, &l, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
+  emit_gpu_mm_launch l;
+  emit_gpu_err ge;
+  if (emit_gpu_mm_tiled(mod, "mm_kernel", &s, &l, &ge) != HJ_OK) fail_msg("%s: %s", tc->what, ge.msg);
   char *ptx = NULL;
   if (cuda_compile_ptx(cg, mod, &ptx, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
 
@@ -213,7 +214,7 @@ static void test_variants_assemble(void **state) {
   if (tm_assembled == 0) skip();
 }
 
-/* ---- the skinny kernel (cuda_gemv.c) ------------------------------------------------------- */
+/* ---- the skinny kernel (gpu_mm_skinny.c) ------------------------------------------------------- */
 
 typedef struct tg_case {
   const char *what;
@@ -239,14 +240,15 @@ static const tg_case tg_cases[] = {
 static void tg_run(const tg_case *tc, cuda_arch arch) {
   tm_mod tmod = tm_mod_begin(arch);
   cuda_error e;
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = tc->m, s.n = tc->n, s.k = tc->k, s.batch = tc->batch ? tc->batch : 1, s.b_nk = tc->b_nk;
   s.sm_count = 132;
   if (s.batch > 1) s.stride_a = s.m * s.k, s.stride_b = s.k * s.n, s.stride_c = s.m * s.n;
   if (tc->bias) { s.n_extra = 1; s.epilogue = tm_bias; }
-  cuda_matmul_launch l;
-  if (cuda_gemv_emit(tmod.mod, "gv_kernel", &s, &l, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
+  emit_gpu_mm_launch l;
+  emit_gpu_err ge;
+  if (emit_gpu_mm_skinny(tmod.mod, "gv_kernel", &s, &l, &ge) != HJ_OK) fail_msg("%s: %s", tc->what, ge.msg);
   char *ptx = NULL;
   if (cuda_compile_ptx(tmod.cg, tmod.mod, &ptx, &e) != HJ_OK) fail_msg("%s: %s", tc->what, e.msg);
   assert_int_equal(l.threads, 256);
@@ -282,27 +284,27 @@ static void test_gemv_variants_assemble(void **state) {
 }
 
 static void test_tile_choice(void **state) {
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = 64, s.n = 768, s.k = 768;   /* GPT-2 at 64 tokens: 6 blocks of 128 for 108 SMs */
-  assert_int_equal(cuda_matmul_choose_tile(&s), 64);
+  assert_int_equal(emit_gpu_mm_choose_tile(&s), 64);
   s.m = 1024, s.n = 2304;           /* 8 x 18 = 144 blocks of 128 */
-  assert_int_equal(cuda_matmul_choose_tile(&s), 128);
+  assert_int_equal(emit_gpu_mm_choose_tile(&s), 128);
   s.sm_count = 200;
-  assert_int_equal(cuda_matmul_choose_tile(&s), 64);
+  assert_int_equal(emit_gpu_mm_choose_tile(&s), 64);
   s.m = 64, s.n = 64, s.batch = 12, s.sm_count = 0;
-  assert_int_equal(cuda_matmul_choose_tile(&s), 64);
+  assert_int_equal(emit_gpu_mm_choose_tile(&s), 64);
   s.m = 64, s.n = 50257, s.batch = 1;   /* the lm head: 393 blocks, but 64 rows */
-  assert_int_equal(cuda_matmul_choose_tile(&s), 64);
+  assert_int_equal(emit_gpu_mm_choose_tile(&s), 64);
 }
 
-typedef hj_status (*tm_emit_fn)(LLVMModuleRef, const char *, const cuda_matmul_spec *, cuda_matmul_launch *,
-                                 cuda_error *);
+typedef hj_status (*tm_emit_fn)(LLVMModuleRef, const char *, const emit_gpu_mm *, emit_gpu_mm_launch *,
+                                 emit_gpu_err *);
 
 /* |emit| refuses |s| with HJ_ERR_INVALID_ARG and a message holding |want|. */
-static void tm_refuses(tm_emit_fn emit, LLVMModuleRef mod, const cuda_matmul_spec *s, const char *want) {
-  cuda_matmul_launch l;
-  cuda_error e;
+static void tm_refuses(tm_emit_fn emit, LLVMModuleRef mod, const emit_gpu_mm *s, const char *want) {
+  emit_gpu_mm_launch l;
+  emit_gpu_err e;
   assert_int_equal(emit(mod, "k", s, &l, &e), HJ_ERR_INVALID_ARG);
   CU_ASSERT_HAS(e.msg, want);
 }
@@ -310,17 +312,17 @@ static void tm_refuses(tm_emit_fn emit, LLVMModuleRef mod, const cuda_matmul_spe
 static void test_bad_specs(void **state) {
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("mm", c);
-  cuda_matmul_spec s;
-  cuda_matmul_spec_init(&s);
+  emit_gpu_mm s;
+  emit_gpu_mm_init(&s);
   s.m = 0, s.n = 4, s.k = 4;
-  tm_refuses(cuda_matmul_emit, mod, &s, "m=0 n=4 k=4");
-  tm_refuses(cuda_matmul_emit, mod, &s, "needs m, n >= 1 and k >= 0");
-  tm_refuses(cuda_gemv_emit, mod, &s, "1 <= m <= CUDA_GEMV_MAX_M");
+  tm_refuses(emit_gpu_mm_tiled, mod, &s, "m=0 n=4 k=4");
+  tm_refuses(emit_gpu_mm_tiled, mod, &s, "needs m, n >= 1 and k >= 0");
+  tm_refuses(emit_gpu_mm_skinny, mod, &s, "1 <= m <= EMIT_GPU_SKINNY_MAX_M");
   s.m = 9;
-  tm_refuses(cuda_gemv_emit, mod, &s, "m=9 n=4 k=4");
+  tm_refuses(emit_gpu_mm_skinny, mod, &s, "m=9 n=4 k=4");
   s.m = 4, s.tile = 96;
-  tm_refuses(cuda_matmul_emit, mod, &s, "tile 0, 64 or 128");
-  tm_emit_fn both[2] = { cuda_matmul_emit, cuda_gemv_emit };
+  tm_refuses(emit_gpu_mm_tiled, mod, &s, "tile 0, 64 or 128");
+  tm_emit_fn both[2] = { emit_gpu_mm_tiled, emit_gpu_mm_skinny };
   for (int i = 0; i < 2; i++) {
     s.tile = 0, s.n_extra = 1;
     tm_refuses(both[i], mod, &s, "extra buffers only with an epilogue");

@@ -1,4 +1,4 @@
-/* cuda_matmul.c — emits the shared-memory tiled f32 matmul kernel (cuda_matmul.h has the
+/* gpu_mm_tiled.c — emits the shared-memory tiled f32 matmul kernel (gpu_mm.h has the
    ABI) as LLVM IR: the classic design that reaches most of cuBLAS's sgemm without tensor
    cores — a T x T output tile per block, an 8 x 8 register block per thread, K staged
    through shared memory BK at a time, float4 global loads, A stored transposed, two
@@ -47,12 +47,10 @@
    Invariants: every global load is in bounds by construction (clamped indices), every
    store is guarded; accumulation order over k is fixed (k ascending), so results are the
    same bits on every run and for every launch configuration of the same spec. */
-#include "cuda_matmul.h"
-#include "cuda_codegen.h"
-#include "../../hlojit_impl/emitters/emit.h"   /* emit_ci, emit_cf */
+#include "gpu_mm.h"
 #include <string.h>
 
-void cuda_matmul_spec_init(cuda_matmul_spec *s) {
+void emit_gpu_mm_init(emit_gpu_mm *s) {
   memset(s, 0, sizeof *s);
   s->batch = 1;
   s->bk = 8;
@@ -60,7 +58,7 @@ void cuda_matmul_spec_init(cuda_matmul_spec *s) {
   s->aligned16 = true;
 }
 
-int cuda_matmul_choose_tile(const cuda_matmul_spec *s) {
+int emit_gpu_mm_choose_tile(const emit_gpu_mm *s) {
   if (s->m <= 64 || s->n <= 64) return 64;   /* a 128-tile would be half empty */
   int64_t blocks = ((s->m + 127) / 128) * ((s->n + 127) / 128) * (s->batch > 0 ? s->batch : 1);
   return blocks >= (s->sm_count > 0 ? s->sm_count : 108) ? 128 : 64;
@@ -72,7 +70,7 @@ typedef struct mm {
   LLVMBuilderRef b;
   LLVMValueRef fn;
   LLVMTypeRef f32, i32, i64, v4, gptr;
-  const cuda_matmul_spec *s;
+  const emit_gpu_mm *s;
   int T, BK, NT, TPR, half, row;       /* row: floats per padded shared row (T + 4) */
   int loads;                           /* float4s of one operand's slice per thread */
   bool vec_a, vec_b, vec_c;
@@ -101,8 +99,8 @@ static LLVMValueRef mm_load(mm *x, LLVMTypeRef t, LLVMValueRef p, unsigned align
 static void mm_store(mm *x, LLVMValueRef v, LLVMValueRef p, unsigned align) {
   LLVMSetAlignment(LLVMBuildStore(x->b, v, p), align);
 }
-static LLVMValueRef mm_sreg(mm *x, const char *name, cuda_error *e) {
-  LLVMValueRef f = cuda_intrinsic(x->mod, name, NULL, 0, e);
+static LLVMValueRef mm_sreg(mm *x, const char *name, emit_gpu_err *e) {
+  LLVMValueRef f = emit_gpu_intrinsic(x->mod, name, NULL, 0, e);
   return f ? LLVMBuildCall2(x->b, LLVMGlobalGetValueType(f), f, NULL, 0, "") : NULL;
 }
 
@@ -133,7 +131,7 @@ static LLVMValueRef mm_load4(mm *x, LLVMValueRef base, int64_t rows, int64_t ld,
 
 /* B as [K,N] at row |k| (in bounds: whole slices), columns col..col+3 (N % 4 == 0). */
 static LLVMValueRef mm_load4_cols(mm *x, LLVMValueRef k, LLVMValueRef col) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   LLVMValueRef in = mm_lt(x, col, s->n), cc = mm_min(x, col, s->n - 4);
   LLVMValueRef p = mm_gep(x, x->B, LLVMBuildAdd(x->b, LLVMBuildMul(x->b, k, emit_ci(x->i64, s->n), ""), cc, ""));
   return LLVMBuildSelect(x->b, in, mm_load(x, x->v4, p, 16), LLVMConstNull(x->v4), "");
@@ -150,7 +148,7 @@ static void mm_split(mm *x, int l, int inner4, LLVMValueRef *outer, LLVMValueRef
    are whole when BK divides K: then no k is ever out of bounds (the prefetch past the last
    slice re-reads the last one) and only rows and columns are checked. */
 static void mm_load_slice(mm *x, int which, LLVMValueRef k0, LLVMValueRef *regs) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   bool kcheck = s->k % x->BK != 0;
   bool kmajor = which == 1 && !s->b_nk;   /* B as [K,N]: rows of the slice are k */
   for (int l = 0; l < x->loads; l++) {
@@ -229,7 +227,7 @@ static LLVMValueRef mm_tile_index(mm *x, LLVMValueRef t, int i) {
 }
 
 static void mm_epilogue(mm *x, LLVMValueRef *acc) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   for (int i = 0; i < 8; i++) {
     LLVMValueRef row = LLVMBuildAdd(x->b, x->row0, mm_zext(x, mm_tile_index(x, x->ty, i)), "");
     LLVMValueRef rin = mm_lt(x, row, s->m), rowc = mm_min(x, row, s->m - 1);
@@ -269,7 +267,7 @@ static void mm_epilogue(mm *x, LLVMValueRef *acc) {
   }
 }
 
-static hj_status mm_check(const cuda_matmul_spec *s, int T, cuda_error *e) {
+static hj_status mm_check(const emit_gpu_mm *s, int T, emit_gpu_err *e) {
   const char *why = NULL;
   if (s->m < 1 || s->n < 1 || s->k < 0) why = "m, n >= 1 and k >= 0";
   else if (s->batch < 1 || s->batch > 65535) why = "batch in 1..65535";
@@ -281,8 +279,8 @@ static hj_status mm_check(const cuda_matmul_spec *s, int T, cuda_error *e) {
   else if (s->n_extra && !s->epilogue) why = "extra buffers only with an epilogue";
   else if (s->batch > 1 && s->stride_c < s->m * s->n) why = "batch items of C that do not overlap";
   if (!why) return HJ_OK;
-  return cuda_error_set(e, HJ_ERR_INVALID_ARG,
-                        "cuda_matmul: bad spec m=%lld n=%lld k=%lld batch=%lld tile=%d bk=%d: "
+  return emit_gpu_err_set(e, HJ_ERR_INVALID_ARG,
+                        "tiled matmul: bad spec m=%lld n=%lld k=%lld batch=%lld tile=%d bk=%d: "
                         "needs %s", (long long)s->m, (long long)s->n, (long long)s->k,
                         (long long)s->batch, T, s->bk, why);
 }
@@ -312,7 +310,7 @@ static void mm_param_attrs(mm *x, unsigned i, bool input) {
    Whether 2 blocks with a small spill beat 1 block is for a GPU to say: spec.min_blocks
    overrides the rule. */
 static int mm_min_blocks(const mm *x) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   if (s->min_blocks) return s->min_blocks;
   if (x->T == 128) return x->vec_a && x->vec_b && !s->b_nk && x->BK == 8 && !s->epilogue ? 2 : 1;
   return 0;
@@ -329,10 +327,10 @@ static LLVMValueRef mm_shared(mm *x, const char *name, const char *suffix) {
   return g;
 }
 
-hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
-                           cuda_matmul_launch *out, cuda_error *e) {
+hj_status emit_gpu_mm_tiled(LLVMModuleRef mod, const char *name, const emit_gpu_mm *s,
+                           emit_gpu_mm_launch *out, emit_gpu_err *e) {
   memset(out, 0, sizeof *out);
-  int T = s->tile ? s->tile : cuda_matmul_choose_tile(s);
+  int T = s->tile ? s->tile : emit_gpu_mm_choose_tile(s);
   hj_status st = mm_check(s, T, e);
   if (st != HJ_OK) return st;
   mm x = { .c = LLVMGetModuleContext(mod), .mod = mod, .s = s, .T = T, .BK = s->bk };
@@ -359,8 +357,8 @@ hj_status cuda_matmul_emit(LLVMModuleRef mod, const char *name, const cuda_matmu
   mm_param_attrs(&x, 0, true);
   mm_param_attrs(&x, 1, true);
   mm_param_attrs(&x, 2, false);
-  x.fma = cuda_intrinsic(mod, "llvm.fma", &x.f32, 1, e);
-  x.barrier = x.fma ? cuda_intrinsic(mod, "llvm.nvvm.barrier0", NULL, 0, e) : NULL;
+  x.fma = emit_gpu_intrinsic(mod, "llvm.fma", &x.f32, 1, e);
+  x.barrier = x.fma ? emit_gpu_intrinsic(mod, "llvm.nvvm.barrier0", NULL, 0, e) : NULL;
   if (!x.barrier) return e ? e->status : HJ_ERR_INTERNAL;
   x.as = mm_shared(&x, name, "as");
   x.bs = mm_shared(&x, name, "bs");

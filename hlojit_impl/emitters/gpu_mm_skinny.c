@@ -1,8 +1,7 @@
-/* cuda_gemv.c — the skinny matmul kernel: C[b][M,N] = epilogue(A[b][M,K] x B[b]) for
-   M <= CUDA_GEMV_MAX_M rows (a decode step's matmuls: one token, M = 1), generated as LLVM IR
-   with the tiled kernel's ABI and epilogue hook (cuda_matmul.h), so it runs where the tiled
-   kernel would (cuda_gemm.c's TILED way; emitters/gpu_matmul.c asks for either through
-   cub_tiled_matmul).
+/* gpu_mm_skinny.c — the skinny matmul kernel: C[b][M,N] = epilogue(A[b][M,K] x B[b]) for
+   M <= EMIT_GPU_SKINNY_MAX_M rows (a decode step's matmuls: one token, M = 1), generated as
+   LLVM IR with the tiled kernel's ABI and epilogue (gpu_mm.h), so it runs where the tiled
+   kernel would (the CUDA backend's TILED way; gpu_matmul.c picks one of the two).
 
    Why a kernel of its own: at M = 1 the tiled kernel's 64-row tiles are 63/64 empty and
    leave most SMs idle (a 768 x 2304 matrix makes 36 blocks), and the library path is a
@@ -39,9 +38,7 @@
    then warps in order), so results are the same bits on every run and the same for every
    launch of the same spec. No launch bound beyond 256 threads (at most M x 4 sums a thread:
    no spills, test_cuda_matmul.c checks with ptxas). */
-#include "cuda_matmul.h"
-#include "cuda_codegen.h"
-#include "../../hlojit_impl/emitters/emit.h"   /* emit_ci, emit_cf */
+#include "gpu_mm.h"
 #include <string.h>
 
 enum { GV_THREADS = 256, GV_WARPS = GV_THREADS / 32 };
@@ -52,7 +49,7 @@ typedef struct gv {
   LLVMBuilderRef b;
   LLVMValueRef fn;
   LLVMTypeRef f32, i32, i64, v4;
-  const cuda_matmul_spec *s;
+  const emit_gpu_mm *s;
   int L;                               /* B [K,N]: float4 column groups per block */
   bool vec;                            /* float4 loads (see the top) */
   LLVMValueRef A, B, C, extra[16];     /* this batch item's bases */
@@ -95,8 +92,8 @@ static LLVMValueRef gv_shfl_add(gv *x, LLVMValueRef v, int off) {
   return LLVMBuildFAdd(x->b, v, LLVMBuildBitCast(x->b, r, x->f32, ""), "");
 }
 
-static LLVMValueRef gv_sreg(gv *x, const char *name, cuda_error *e) {
-  LLVMValueRef f = cuda_intrinsic(x->mod, name, NULL, 0, e);
+static LLVMValueRef gv_sreg(gv *x, const char *name, emit_gpu_err *e) {
+  LLVMValueRef f = emit_gpu_intrinsic(x->mod, name, NULL, 0, e);
   return f ? LLVMBuildCall2(x->b, LLVMGlobalGetValueType(f), f, NULL, 0, "") : NULL;
 }
 
@@ -132,7 +129,7 @@ static void gv_loop_end(gv *x, gv_loop *l, LLVMValueRef *acc) {
 
 /* Runs the epilogue on |acc| at (row, col) (both in bounds) and stores it at C[row][col]. */
 static void gv_store(gv *x, LLVMValueRef acc, LLVMValueRef row, LLVMValueRef col) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   LLVMValueRef v = acc;
   if (s->epilogue) {
     emit_gpu_mm_epi ea = { .b = x->b, .mod = x->mod, .kernel = x->fn, .acc = acc, .row = row,
@@ -153,14 +150,14 @@ static void gv_if(gv *x, LLVMValueRef cond, LLVMBasicBlockRef skip) {
 /* ---- B as [N,K]: a warp per column --------------------------------------------------------- */
 
 static void gv_emit_nk(gv *x) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   const int M = (int)s->m;
   LLVMValueRef lane = gv_zext(x, LLVMBuildURem(x->b, x->tid, emit_ci(x->i32, 32), "lane"));
   LLVMValueRef warp = gv_zext(x, LLVMBuildUDiv(x->b, x->tid, emit_ci(x->i32, 32), "warp"));
   LLVMValueRef n = gv_add(x, gv_mul(x, gv_zext(x, x->bx), GV_WARPS), warp);
   LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(x->c, x->fn, "out");
   gv_if(x, gv_lt(x, n, s->n), out);   /* a whole warp leaves: no shuffle misses a lane */
-  LLVMValueRef acc[CUDA_GEMV_MAX_M];
+  LLVMValueRef acc[EMIT_GPU_SKINNY_MAX_M];
   for (int m = 0; m < M; m++) acc[m] = gv_f0(x);
   const int64_t items = x->vec ? s->k / 4 : s->k;   /* float4s or floats of a row */
   if (items > 0) {
@@ -189,14 +186,14 @@ static void gv_emit_nk(gv *x) {
 /* ---- B as [K,N]: 4L columns a block -------------------------------------------------------- */
 
 static void gv_emit_kn(gv *x) {
-  const cuda_matmul_spec *s = x->s;
+  const emit_gpu_mm *s = x->s;
   const int M = (int)s->m, L = x->L, S = GV_THREADS / L, W = 4 * L;   /* W: columns a block */
   LLVMValueRef tid = gv_zext(x, x->tid);
   LLVMValueRef cg = LLVMBuildURem(x->b, tid, emit_ci(x->i64, L), "cg");
   LLVMValueRef ks = LLVMBuildUDiv(x->b, tid, emit_ci(x->i64, L), "ks");
   LLVMValueRef col0 = gv_mul(x, gv_zext(x, x->bx), W);
   LLVMValueRef col = gv_add(x, col0, gv_mul(x, cg, 4));
-  LLVMValueRef acc[4 * CUDA_GEMV_MAX_M];
+  LLVMValueRef acc[4 * EMIT_GPU_SKINNY_MAX_M];
   for (int a = 0; a < 4 * M; a++) acc[a] = gv_f0(x);
   if (s->k > 0) {
     gv_loop l;
@@ -260,16 +257,16 @@ static void gv_emit_kn(gv *x) {
 
 /* B [K,N]: L = 8, 4 or 2 float4 column groups a block — the widest rows (128, 64, 32 bytes)
    that still make two blocks per SM, else the narrowest. */
-static int gv_groups(const cuda_matmul_spec *s) {
+static int gv_groups(const emit_gpu_mm *s) {
   int64_t want = 2 * (s->sm_count > 0 ? s->sm_count : 108);
   int L = 8;
   while (L > 2 && ((s->n + 4 * L - 1) / (4 * L)) * s->batch < want) L /= 2;
   return L;
 }
 
-static hj_status gv_check(const cuda_matmul_spec *s, cuda_error *e) {
+static hj_status gv_check(const emit_gpu_mm *s, emit_gpu_err *e) {
   const char *why = NULL;
-  if (s->m < 1 || s->m > CUDA_GEMV_MAX_M) why = "1 <= m <= CUDA_GEMV_MAX_M (8)";
+  if (s->m < 1 || s->m > EMIT_GPU_SKINNY_MAX_M) why = "1 <= m <= EMIT_GPU_SKINNY_MAX_M (8)";
   else if (s->n < 1 || s->k < 0) why = "n >= 1 and k >= 0";
   else if (s->batch < 1 || s->batch > 65535) why = "batch in 1..65535";
   else if (s->stride_a < 0 || s->stride_b < 0 || s->stride_c < 0) why = "strides >= 0";
@@ -278,7 +275,7 @@ static hj_status gv_check(const cuda_matmul_spec *s, cuda_error *e) {
   else if (s->batch > 1 && s->stride_c < s->m * s->n) why = "batch items of C that do not overlap";
   else if (s->n / GV_WARPS >= INT32_MAX) why = "n / 8 < 2^31 (grid x)";
   if (!why) return HJ_OK;
-  return cuda_error_set(e, HJ_ERR_INVALID_ARG, "cuda_gemv: bad spec m=%lld n=%lld k=%lld batch=%lld: needs %s",
+  return emit_gpu_err_set(e, HJ_ERR_INVALID_ARG, "skinny matmul: bad spec m=%lld n=%lld k=%lld batch=%lld: needs %s",
                         (long long)s->m, (long long)s->n, (long long)s->k, (long long)s->batch, why);
 }
 
@@ -294,8 +291,8 @@ static void gv_param_attrs(gv *x, unsigned i, bool input) {
   }
 }
 
-hj_status cuda_gemv_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_spec *s,
-                         cuda_matmul_launch *out, cuda_error *e) {
+hj_status emit_gpu_mm_skinny(LLVMModuleRef mod, const char *name, const emit_gpu_mm *s,
+                         emit_gpu_mm_launch *out, emit_gpu_err *e) {
   memset(out, 0, sizeof *out);
   hj_status st = gv_check(s, e);
   if (st != HJ_OK) return st;
@@ -316,9 +313,9 @@ hj_status cuda_gemv_emit(LLVMModuleRef mod, const char *name, const cuda_matmul_
   gv_param_attrs(&x, 0, true);
   gv_param_attrs(&x, 1, true);
   gv_param_attrs(&x, 2, false);
-  x.fma = cuda_intrinsic(mod, "llvm.fma", &x.f32, 1, e);
-  x.shfl = x.fma ? cuda_intrinsic(mod, "llvm.nvvm.shfl.sync.down.i32", NULL, 0, e) : NULL;
-  x.barrier = x.shfl ? cuda_intrinsic(mod, "llvm.nvvm.barrier0", NULL, 0, e) : NULL;
+  x.fma = emit_gpu_intrinsic(mod, "llvm.fma", &x.f32, 1, e);
+  x.shfl = x.fma ? emit_gpu_intrinsic(mod, "llvm.nvvm.shfl.sync.down.i32", NULL, 0, e) : NULL;
+  x.barrier = x.shfl ? emit_gpu_intrinsic(mod, "llvm.nvvm.barrier0", NULL, 0, e) : NULL;
   if (!x.barrier) return e ? e->status : HJ_ERR_INTERNAL;
   if (!s->b_nk) {   /* [8 warps][M][4L] partial sums */
     char gname[160];
