@@ -10,8 +10,8 @@
        call, every other instruction becoming a new instruction of C named NAME.N;
        uses of %r become uses of the copy of F's root (C's root too, if %r was it);
        the copies take %r's place in C's text order (so the order stays topological).
-   Computations that nothing calls any more are removed at the end (pass_dce's
-   reachability sweep). Literals are copied, so nothing is shared between C and F. */
+   Computations that nothing calls any more are removed at the end (hlo_dce_comps,
+   the reachability sweep of dce.c). Literals are copied, so nothing is shared between C and F. */
 #include "passes.h"
 #include <stdlib.h>
 
