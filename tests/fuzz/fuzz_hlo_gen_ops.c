@@ -542,9 +542,30 @@ void fg_op_dot(fg *g) {
   fg_sb_add(&g->body, "\n");
 }
 
+/* topk of |a| along its last dim: one element of (values, s32 indices) taken out. */
+static void fg_topk(fg *g, int a) {
+  fv v = g->vals[a];
+  int64_t d[4];
+  for (int i = 0; i < v.rank; i++) d[i] = v.d[i];
+  int64_t k = fg_rn(g, (int)v.d[v.rank - 1] + 1);
+  d[v.rank - 1] = k;
+  char s1[128], s2[128];
+  fg_shape_str(s1, sizeof s1, v.t, v.rank, d);
+  fg_shape_str(s2, sizeof s2, T_S32, v.rank, d);
+  const char *dir = fg_chance(g, 250) ? ", largest=false" : "";
+  int tn = g->nv, e = fg_rn(g, 2);
+  fg_sb_add(&g->body, "  t%d = (%s, %s) topk(v%d), k=%lld%s\n", tn, s1, s2, a, (long long)k, dir);
+  fg_def(g, e ? T_S32 : v.t, v.rank, d, fg_disc(v.lvl));
+  fg_sb_add(&g->body, "get-tuple-element(t%d), index=%d\n", tn, e);
+}
+
 void fg_op_sort(fg *g) {
   int a = fg_pick(g, ge1);
   fv v = g->vals[a];
+  if (v.t != T_PRED && fg_chance(g, 250)) {   /* 1 in 4: topk instead */
+    fg_topk(g, a);
+    return;
+  }
   int n = 1 + fg_rn(g, 2), types[2] = { v.t, fg_rand_type(g) }, ops[2] = { a, -1 };
   if (n == 2) ops[1] = fg_get(g, types[1], v.rank, v.d);
   int c = fg_comparator(g, types, n), dim = fg_rn(g, v.rank);
