@@ -156,7 +156,7 @@ test-corpus: all
 # CPU backend (LLVM ORC); the other files of tests/py do not read it (they choose their
 # backends themselves), so test-py has run them already.
 PY_BACKEND_TESTS := tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py \
-                    tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py
+                    tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py tests/py/test_conv_jax.py
 test-py-cpu: all
 	HLOJIT_BACKEND=cpu $(PYTEST) $(PY_BACKEND_TESTS)
 

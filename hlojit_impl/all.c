@@ -40,6 +40,7 @@
 #include "eval/eval_ops.c"
 #include "eval/eval_reduce.c"
 #include "eval/eval_sprog.c"
+#include "eval/eval_window.c"
 
 /* passes/ */
 #include "passes/algsimp.c"
@@ -101,6 +102,7 @@
 #include "emitters/dus.c"
 #include "emitters/elemental.c"
 #include "emitters/elemental_index.c"
+#include "emitters/elemental_window.c"
 #include "emitters/emit_core.c"
 #include "emitters/emit_math.c"
 #include "emitters/emitter.c"

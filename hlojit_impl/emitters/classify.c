@@ -3,7 +3,7 @@
    emitp_leaves). Knows no emitter: the heroes and emitter.c's switch call down into it.
 
    Classification of a fusion's computation, first rule that applies:
-     1. an op that no kernel emits (sort, scatter, reduce-window, while, conditional, call,
+     1. an op that no kernel emits (sort, scatter, topk, while, conditional, call,
         a nested fusion, tuple-typed parameters) -> RUNTIME, hero = that op;
      2. a dot -> MATMUL, hero = the dot (epilogues around it are the matmul emitter's);
      3. from each root leaf, walk towards the operands through "epilogue" ops — elementwise
@@ -52,7 +52,7 @@ int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max) {
     if (hlo_shape_is_array(&r->shape)) {
       if (m >= max) return -1;
       out[m++] = (emitp_leaf){ r, -1, &r->shape };
-    } else if (r->op == HLO_OP_REDUCE && r->shape.type == HLO_TUPLE) {
+    } else if ((r->op == HLO_OP_REDUCE || r->op == HLO_OP_REDUCE_WINDOW) && r->shape.type == HLO_TUPLE) {
       for (int e = 0; e < r->shape.ntuple; e++) {
         if (m >= max || !hlo_shape_is_array(&r->shape.tuple[e])) return -1;
         out[m++] = (emitp_leaf){ r, e, &r->shape.tuple[e] };

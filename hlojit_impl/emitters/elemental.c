@@ -2,7 +2,8 @@
    straight-line LLVM IR, with exactly the evaluator's semantics (eval_elem.c). This file:
    the entry point with its cache, parameters, constants, tuples, map, scalar calls, and
    every elementwise op (unary, binary, compare, select, clamp, convert, bitcast-convert,
-   copy). The index-changing ops and reduce are in elemental_index.c.
+   copy). The index-changing ops and reduce are in elemental_index.c, the windowed ops
+   (reduce-window, convolution, select-and-scatter) in elemental_window.c.
 
    Compute types (emit.h): pred i1, integers at their width, f16/bf16/f32 float, f64 double.
    Each f16/bf16 op result is rounded to its type right away (emitp_round), because the
@@ -508,7 +509,7 @@ static LLVMValueRef ele_gte(emit_fn *f, const hlo_instr *ins, const emit_index *
   const hlo_instr *src = ele_tuple_source(t, ins->index);
   if (src) return emit_elemental(f, src, idx);
   while (t->op == HLO_OP_OPT_BARRIER) t = t->operands[0];
-  if (t->op == HLO_OP_REDUCE) return emitp_reduce(f, t, (int)ins->index, idx);
+  if (t->op == HLO_OP_REDUCE || t->op == HLO_OP_REDUCE_WINDOW) return emitp_reduce(f, t, (int)ins->index, idx);
   emit_fail(f, HJ_ERR_UNSUPPORTED, "get-tuple-element '%s' of '%s' (%s): element not known",
             ins->name, t->name, hlo_opcode_name(t->op));
   return emitp_undef(f, &ins->shape);
@@ -570,6 +571,7 @@ static LLVMValueRef ele_emit(emit_fn *f, const hlo_instr *ins, const emit_index 
   }
   if (hlo_elem_op_of(ins, &e)) return ele_elementwise(f, ins, &e, idx);
   LLVMValueRef v = emitp_index_op(f, ins, idx);
+  if (!v) v = emitp_window_op(f, ins, idx);
   if (v) return v;
   emit_fail(f, HJ_ERR_UNSUPPORTED, "op '%s' (%s) has no elemental form", hlo_opcode_name(ins->op),
             ins->name);

@@ -340,6 +340,7 @@ static LLVMValueRef eli_gather(emit_fn *f, const hlo_instr *ins, const emit_inde
 /* ---- reduce -------------------------------------------------------------------------------- */
 
 LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx) {
+  if (ins->op == HLO_OP_REDUCE_WINDOW) return emitp_reduce_window(f, ins, sub, idx);
   int n = ins->noperands / 2;
   if (n < 1 || n > 16 || ins->noperands != 2 * n || ins->ncalls < 1 || !ins->calls[0] || sub >= n)
     return eli_fail(f, ins, "needs inputs, as many inits, and a computation (at most 16 inputs)");

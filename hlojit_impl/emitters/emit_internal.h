@@ -1,5 +1,5 @@
 /* emit_internal.h — private glue between the core emitter files (emit_core.c, elemental.c,
-   elemental_index.c, emit_math.c, classify.c, loop.c, dus.c, emitter.c). Not for the hero emitters written by
+   elemental_index.c, elemental_window.c, emit_math.c, classify.c, loop.c, dus.c, emitter.c). Not for the hero emitters written by
    others: they use emit.h only. Every name here starts with emitp_.
 
    The cache (emit_fn.cache) holds three kinds of entries, in an stb_ds array used as a stack:
@@ -65,8 +65,12 @@ LLVMValueRef emitp_operand(emit_fn *f, const hlo_instr *ins, int k, const emit_i
    slice reverse pad concatenate dynamic-slice dynamic-update-slice gather reduce); NULL
    when |ins| is none of them. */
 LLVMValueRef emitp_index_op(emit_fn *f, const hlo_instr *ins, const emit_index *idx);
-/* Element |sub| of a (variadic) reduce at |idx|. */
+/* Element |sub| of a (variadic) reduce or reduce-window at |idx|. */
 LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx);
+/* ---- elemental_window.c ---------------------------------------------------------------- */
+/* reduce-window, convolution, select-and-scatter at |idx|; NULL when |ins| is none of them. */
+LLVMValueRef emitp_window_op(emit_fn *f, const hlo_instr *ins, const emit_index *idx);
+LLVMValueRef emitp_reduce_window(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx);
 
 /* ---- emit_core.c ------------------------------------------------------------------------ */
 /* The start every kernel ABI (CPU and GPU) shares: |f| zeroed for |fusion| in |em|, which

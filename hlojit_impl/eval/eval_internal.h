@@ -71,6 +71,10 @@ hj_status hlo_eval_reduce(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *cons
 hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+/* eval_window.c */
+hj_status hlo_eval_convolution(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+hj_status hlo_eval_select_and_scatter(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops,
+                                      hlo_literal *r);
 
 
 #endif

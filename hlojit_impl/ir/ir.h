@@ -105,11 +105,22 @@ typedef struct hlo_scatter_dims {
   bool indices_are_sorted, unique_indices;
 } hlo_scatter_dims;
 
-/* window={size=1x10 stride=.. pad=0_0x9_0 lhs_dilate=.. rhs_dilate=..}; absent parts are
-   1 (size, stride, dilations) or 0 (pads); n == operand rank when present. */
+/* window={size=1x10 stride=.. pad=0_0x9_0 lhs_dilate=.. rhs_dilate=.. rhs_reversal=..};
+   absent parts are 1 (size, stride, dilations) or 0 (pads, reversal); n == the number of
+   windowed dims (operand rank; a convolution's spatial dims) when present. */
 typedef struct hlo_window {
-  hlo_ints size, stride, pad_lo, pad_hi, base_dilation, window_dilation;
+  hlo_ints size, stride, pad_lo, pad_hi, base_dilation, window_dilation, reversal;
 } hlo_window;
+
+/* A convolution's dim_labels=b01f_01io->b01f: which dim of the input (lhs), the kernel
+   (rhs) and the output plays which role; the spatial lists are in window order (the
+   digits 0, 1, ...), so window dim i slides over in_spatial[i], k_spatial[i] and
+   out_spatial[i]. Group counts are 1 unless the text says otherwise. */
+typedef struct hlo_conv_dims {
+  int64_t in_batch, in_feature, k_in, k_out, out_batch, out_feature;
+  hlo_ints in_spatial, k_spatial, out_spatial;
+  int64_t feature_groups, batch_groups;   /* feature_group_count, batch_group_count */
+} hlo_conv_dims;
 
 typedef struct hlo_comp hlo_comp;
 typedef struct hj_module hlo_module;
@@ -129,8 +140,11 @@ typedef struct hj_module hlo_module;
   I(scatter.input_batching_dims) I(scatter.scatter_indices_batching_dims)                 \
   S(scatter.index_vector_dim) S(scatter.indices_are_sorted) S(scatter.unique_indices)     \
   I(window.size) I(window.stride) I(window.pad_lo) I(window.pad_hi)                       \
-  I(window.base_dilation) I(window.window_dilation) S(fusion_kind) S(is_stable)            \
-  S(exponent_bits) S(mantissa_bits) S(k) S(largest)
+  I(window.base_dilation) I(window.window_dilation) I(window.reversal) S(conv.in_batch)    \
+  S(conv.in_feature) S(conv.k_in) S(conv.k_out) S(conv.out_batch) S(conv.out_feature)      \
+  I(conv.in_spatial) I(conv.k_spatial) I(conv.out_spatial) S(conv.feature_groups)          \
+  S(conv.batch_groups) S(fusion_kind) S(is_stable) S(exponent_bits) S(mantissa_bits) S(k)  \
+  S(largest)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -154,7 +168,8 @@ typedef struct hlo_instr {
   hlo_dot_dims dot;
   hlo_gather_dims gather;
   hlo_scatter_dims scatter;
-  hlo_window window;                  /* reduce-window */
+  hlo_window window;                  /* reduce-window, select-and-scatter, convolution */
+  hlo_conv_dims conv;                 /* convolution */
   hlo_fusion_kind fusion_kind;
   bool is_stable;                     /* sort */
   int64_t exponent_bits, mantissa_bits;  /* reduce-precision */

@@ -106,8 +106,11 @@
   X(SHRA, "shift-right-arithmetic", 2, 0, BINARY, INT, CHEAP, K, 0, 0, 0, B(hj_shr_arith))        \
   X(SHRL, "shift-right-logical", 2, 0, BINARY, INT, CHEAP, K, 0, 0, 0, B(hj_shr_logical))         \
   X(REDUCE, "reduce", -1, 1, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_reduce, N)                      \
-  X(REDUCE_WINDOW, "reduce-window", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_reduce_window, N) \
+  X(REDUCE_WINDOW, "reduce-window", -1, 1, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_reduce_window, N) \
   X(DOT, "dot", 2, 0, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_dot, N)                                \
+  X(CONVOLUTION, "convolution", 2, 0, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_convolution, N)         \
+  X(SELECT_AND_SCATTER, "select-and-scatter", 3, 2, OTHER, ANY, HEAVY, K, 0, 0,                    \
+    hlo_eval_select_and_scatter, N)                                                               \
   X(TUPLE, "tuple", -1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                                      \
   X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)               \
   X(CALL, "call", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                        \

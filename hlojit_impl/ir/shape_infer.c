@@ -394,6 +394,7 @@ static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
   case HLO_OP_SCATTER:
     return hlo_si_index_op(c, out);
   case HLO_OP_REDUCE: case HLO_OP_REDUCE_WINDOW: case HLO_OP_DOT: case HLO_OP_SORT:
+  case HLO_OP_CONVOLUTION: case HLO_OP_SELECT_AND_SCATTER:
     return hlo_si_reduce_like(c, out);
   case HLO_OP_TOPK: return si_topk(c, out);
   default: return si_control(c, out);

@@ -100,6 +100,7 @@ hj_status hlo_pass_run(hlo_pass_ctx *pc, const char *name, hlo_pass_fn fn, hlo_m
   if (pc->time_passes) pas_time(pc, name, t1 - t0);
   if (verify) st = hlo_verify_module(m);
   if (verify && pc->time_passes) pas_time(pc, "verify-after-each-pass", pas_now_ms() - t1);
+  if (st == HJ_ERR_OOM) return st;   /* the verifier ran out of memory: no bug in the pass */
   if (st != HJ_OK) {
     char msg[HJ__ERR_MAX];
     snprintf(msg, sizeof msg, "%s", m->ctx ? hj__ctx_err(m->ctx) : "");

@@ -9,7 +9,7 @@
    meaning for execution (metadata, backend_config, frontend_attributes, precision...) are
    skipped as balanced text; sharding is accepted only when it is trivial (replicated or
    maximal on device 0). References to computations are collected first and turned into
-   ins->calls at the end, in the op's order: to_apply / calls / {condition, body} /
+   ins->calls at the end, in the op's order: to_apply / calls / {condition, body} / {select, scatter} /
    {true, false} / branch_computations; a computation not defined yet becomes a fixup.
 
    Literals: dense and row-major in logical order, in the module's arena (owned = false),
@@ -35,7 +35,7 @@
 typedef struct pra_ref { const char *s; size_t n, pos; } pra_ref;
 typedef struct pra_state {
   hlo_instr *ins;
-  pra_ref to_apply, calls, cond, body, tcomp, fcomp;
+  pra_ref to_apply, calls, cond, body, tcomp, fcomp, select, scatter;
   pra_ref *branches;                  /* arena */
   int nbranches;
 } pra_state;
@@ -199,17 +199,14 @@ static hj_status pra_window(hlo_parser *P, pra_state *S, size_t pos) {
     if (n[k] >= 0) return hlo_prs_err(P, ppos, HJ_ERR_PARSE, "window part '%s' given twice", parts[k]);
     PRA_TRY(hlo_prs_expect(P, '='));
     PRA_TRY(pra_xlist(P, k == 4, v[k], v[6], &n[k]));
-    if (k == 5)
-      for (int i = 0; i < n[k]; i++)
-        if (v[k][i] != 0) return hlo_prs_err(P, ppos, HJ_ERR_UNSUPPORTED, "window rhs_reversal is not supported");
   }
   int rank = n[0] < 0 ? 0 : n[0];
   for (int k = 1; k < 6; k++)
     if (n[k] >= 0 && n[k] != rank)
       return hlo_prs_err(P, pos, HJ_ERR_PARSE, "window part '%s' has %d numbers but size has %d", parts[k], n[k], rank);
-  for (int k = 1; k < 5; k++)
+  for (int k = 1; k < 6; k++)
     if (n[k] < 0)
-      for (int i = 0; i < rank; i++) v[k][i] = k == 4 ? 0 : 1;
+      for (int i = 0; i < rank; i++) v[k][i] = k >= 4 ? 0 : 1;
   if (n[4] < 0)
     for (int i = 0; i < rank; i++) v[6][i] = 0;
   hlo_window *w = &S->ins->window;
@@ -219,6 +216,59 @@ static hj_status pra_window(hlo_parser *P, pra_state *S, size_t pos) {
   w->window_dilation = hlo_ints_dup(P->m, v[3], rank);
   w->pad_lo = hlo_ints_dup(P->m, v[4], rank);
   w->pad_hi = hlo_ints_dup(P->m, v[6], rank);
+  w->reversal = hlo_ints_dup(P->m, v[5], rank);
+  return HJ_OK;
+}
+
+/* dim_labels=b01f_01io->b01f: one character per dim of the input (b batch, f feature), the
+   kernel (i input feature, o output feature) and the output (b, f), the digits numbering
+   the spatial dims in window order; all three have the same rank. */
+static hj_status pra_dim_labels(hlo_parser *P, pra_state *S, size_t pos) {
+  static const char roles[3][3] = { "bf", "io", "bf" };
+  int64_t fixed[3][2], sp[3][HLO_MAX_RANK];
+  int len[3] = { 0, 0, 0 };
+  hlo_lex_peekc(&P->lx);
+  size_t start = P->lx.pos;
+  for (int part = 0; part < 3; part++) {
+    bool seen[HLO_MAX_RANK + 2] = { false };
+    fixed[part][0] = fixed[part][1] = -1;
+    for (int c; (c = hlo_lex_rawc(&P->lx, P->lx.pos)) >= 0; P->lx.pos++) {
+      int d = len[part];
+      if (c == roles[part][0] || c == roles[part][1]) {
+        int r = c == roles[part][1];
+        if (fixed[part][r] >= 0) return hlo_prs_err(P, P->lx.pos, HJ_ERR_PARSE, "dim_labels: '%c' given twice", c);
+        fixed[part][r] = d;
+      } else if (c >= '0' && c <= '9' && c - '0' < HLO_MAX_RANK) {
+        if (seen[c - '0']) return hlo_prs_err(P, P->lx.pos, HJ_ERR_PARSE, "dim_labels: '%c' given twice", c);
+        seen[c - '0'] = true;
+        sp[part][c - '0'] = d;
+      } else {
+        break;
+      }
+      if (++len[part] > HLO_MAX_RANK) return hlo_prs_err(P, start, HJ_ERR_PARSE, "dim_labels: rank above %d", HLO_MAX_RANK);
+    }
+    int ns = len[part] - 2;
+    bool ok = ns >= 0 && fixed[part][0] >= 0 && fixed[part][1] >= 0;
+    for (int i = 0; ok && i < ns; i++) ok = seen[i];
+    if (!ok || len[part] != len[0])
+      return hlo_prs_err(P, start, HJ_ERR_PARSE, "dim_labels must read like b01f_01io->b01f (one '%c', one '%c' and "
+                         "the digits 0..n-1 in each part, all parts of one rank)", roles[part][0], roles[part][1]);
+    const char *sep = part == 0 ? "_" : part == 1 ? "->" : "";
+    size_t sl = strlen(sep);
+    if (sl && (P->lx.pos + sl > P->lx.len || memcmp(P->lx.text + P->lx.pos, sep, sl) != 0))
+      return hlo_prs_err(P, P->lx.pos, HJ_ERR_PARSE, "dim_labels: expected '%s'", sep);
+    P->lx.pos += sl;
+  }
+  hlo_conv_dims *cd = &S->ins->conv;
+  int ns = len[0] - 2;
+  cd->in_batch = fixed[0][0], cd->in_feature = fixed[0][1];
+  cd->k_in = fixed[1][0], cd->k_out = fixed[1][1];
+  cd->out_batch = fixed[2][0], cd->out_feature = fixed[2][1];
+  cd->in_spatial = hlo_ints_dup(P->m, sp[0], ns);
+  cd->k_spatial = hlo_ints_dup(P->m, sp[1], ns);
+  cd->out_spatial = hlo_ints_dup(P->m, sp[2], ns);
+  if (ns > 0 && (!cd->in_spatial.v || !cd->k_spatial.v || !cd->out_spatial.v))
+    return hj__err(P->ctx, HJ_ERR_OOM, "out of memory parsing attributes");
   return HJ_OK;
 }
 
@@ -352,7 +402,13 @@ static const pra_attr pra_table[] = {
   { "mantissa_bits", PRA_INT, PRA_I(mantissa_bits), NULL, PRA_OPS(HLO_OP_REDUCE_PRECISION) },
   { "k", PRA_INT, PRA_I(k), NULL, PRA_OPS(HLO_OP_TOPK) },
   { "largest", PRA_BOOL, PRA_I(largest), NULL, PRA_OPS(HLO_OP_TOPK) },
-  { "window", PRA_FN, 0, pra_window, PRA_OPS(HLO_OP_REDUCE_WINDOW) },
+  { "window", PRA_FN, 0, pra_window,
+    PRA_OPS(HLO_OP_REDUCE_WINDOW, HLO_OP_CONVOLUTION, HLO_OP_SELECT_AND_SCATTER) },
+  { "dim_labels", PRA_FN, 0, pra_dim_labels, PRA_OPS(HLO_OP_CONVOLUTION) },
+  { "feature_group_count", PRA_INT, PRA_I(conv.feature_groups), NULL, PRA_OPS(HLO_OP_CONVOLUTION) },
+  { "batch_group_count", PRA_INT, PRA_I(conv.batch_groups), NULL, PRA_OPS(HLO_OP_CONVOLUTION) },
+  { "select", PRA_REF, PRA_S(select), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
+  { "scatter", PRA_REF, PRA_S(scatter), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
   { "sharding", PRA_FN, 0, pra_sharding, PRA_ANY },
   /* No effect on values: skipped. (algorithm= may lower a dot's internal precision on some
      backends; computing at full precision is a valid implementation of it.) */
@@ -437,6 +493,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
       *const app[] = { "to_apply", NULL }, *const fus[] = { "kind", "calls", NULL },
       *const wh[] = { "condition", "body", NULL }, *const rw[] = { "window", "to_apply", NULL },
       *const rp[] = { "exponent_bits", "mantissa_bits", NULL }, *const tk[] = { "k", NULL },
+      *const cv[] = { "dim_labels", NULL }, *const sas[] = { "window", "select", "scatter", NULL },
       *const ga[] = { "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                       "slice_sizes", NULL },
       *const sc[] = { "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
@@ -461,6 +518,12 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
   case HLO_OP_FUSION: need = fus; break;
   case HLO_OP_WHILE: need = wh; break;
   case HLO_OP_REDUCE_WINDOW: need = rw; break;
+  case HLO_OP_SELECT_AND_SCATTER: need = sas; break;
+  case HLO_OP_CONVOLUTION:   /* window may be absent: a convolution with no spatial dims */
+    need = cv;
+    if (!pra_seen(seen, "feature_group_count", ins->op)) ins->conv.feature_groups = 1;
+    if (!pra_seen(seen, "batch_group_count", ins->op)) ins->conv.batch_groups = 1;
+    break;
   case HLO_OP_GATHER: need = ga; break;
   case HLO_OP_SCATTER: need = sc; break;
   case HLO_OP_CONDITIONAL: {
@@ -490,6 +553,7 @@ static hj_status pra_calls(hlo_parser *P, pra_state *S) {
   case HLO_OP_SCATTER: two[0] = S->to_apply; n = 1; break;
   case HLO_OP_FUSION: two[0] = S->calls; n = 1; break;
   case HLO_OP_WHILE: two[0] = S->cond; two[1] = S->body; n = 2; break;
+  case HLO_OP_SELECT_AND_SCATTER: two[0] = S->select; two[1] = S->scatter; n = 2; break;
   case HLO_OP_CONDITIONAL:
     if (S->nbranches) refs = S->branches, n = S->nbranches;
     else two[0] = S->tcomp, two[1] = S->fcomp, n = 2;

@@ -171,7 +171,35 @@ static void pr_window(char **sb, const hlo_window *w) {
     for (int i = 0; i < n; i++) sb_printf(sb, "%s%lld", i ? "x" : "", (long long)pr_at(parts[p].v, i, 1));
     sep = " ";
   }
+  if (pr_any_not(w->reversal, 0)) {
+    sb_printf(sb, "%srhs_reversal=", sep);
+    for (int i = 0; i < n; i++) sb_printf(sb, "%s%lld", i ? "x" : "", (long long)pr_at(w->reversal, i, 0));
+  }
   sb_puts(sb, "}");
+}
+
+/* dim_labels=b01f_01io->b01f, then the group counts that are not 1 (XLA's order). */
+static void pr_conv(char **sb, const hlo_instr *ins) {
+  const hlo_conv_dims *cd = &ins->conv;
+  int rank = cd->in_spatial.n + 2;
+  struct { int64_t a, b; hlo_ints sp; char ca, cb; const char *sep; } parts[3] = {
+    { cd->in_batch, cd->in_feature, cd->in_spatial, 'b', 'f', "_" },
+    { cd->k_in, cd->k_out, cd->k_spatial, 'i', 'o', "->" },
+    { cd->out_batch, cd->out_feature, cd->out_spatial, 'b', 'f', "" },
+  };
+  if (ins->window.size.n > 0) pr_window(sb, &ins->window);
+  sb_puts(sb, ", dim_labels=");
+  for (int p = 0; p < 3; p++) {
+    char s[HLO_MAX_RANK + 3] = { 0 };
+    for (int d = 0; d < rank && d <= HLO_MAX_RANK; d++) s[d] = '?';
+    if (parts[p].a >= 0 && parts[p].a < rank) s[parts[p].a] = parts[p].ca;
+    if (parts[p].b >= 0 && parts[p].b < rank) s[parts[p].b] = parts[p].cb;
+    for (int i = 0; i < parts[p].sp.n; i++)
+      if (parts[p].sp.v[i] >= 0 && parts[p].sp.v[i] < rank) s[parts[p].sp.v[i]] = (char)('0' + i);
+    sb_printf(sb, "%s%s", s, parts[p].sep);
+  }
+  if (cd->feature_groups != 1) sb_printf(sb, ", feature_group_count=%lld", (long long)cd->feature_groups);
+  if (cd->batch_groups != 1) sb_printf(sb, ", batch_group_count=%lld", (long long)cd->batch_groups);
 }
 
 static void pr_padding(char **sb, const hlo_instr *ins) {
@@ -245,6 +273,9 @@ static void pr_calls(char **sb, const hlo_instr *ins) {
   case HLO_OP_WHILE:
     sb_printf(sb, ", condition=%s%s, body=%s%s", PR_NM(pr_call(ins, 0)), PR_NM(pr_call(ins, 1)));
     break;
+  case HLO_OP_SELECT_AND_SCATTER:
+    sb_printf(sb, ", select=%s%s, scatter=%s%s", PR_NM(pr_call(ins, 0)), PR_NM(pr_call(ins, 1)));
+    break;
   case HLO_OP_CONDITIONAL:
     if (ins->noperands > 0 && ins->operands[0]->shape.type == HLO_PRED && ins->ncalls == 2) {
       sb_printf(sb, ", true_computation=%s%s, false_computation=%s%s", PR_NM(pr_call(ins, 0)),
@@ -290,7 +321,8 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
     break;
   case HLO_OP_GATHER: pr_gather(sb, &ins->gather); break;
   case HLO_OP_SCATTER: pr_scatter(sb, &ins->scatter); break;
-  case HLO_OP_REDUCE_WINDOW: pr_window(sb, &ins->window); break;
+  case HLO_OP_REDUCE_WINDOW: case HLO_OP_SELECT_AND_SCATTER: pr_window(sb, &ins->window); break;
+  case HLO_OP_CONVOLUTION: pr_conv(sb, ins); break;
   case HLO_OP_FUSION: sb_printf(sb, ", kind=%s", hlo_fusion_kind_name(ins->fusion_kind)); break;
   default: break;
   }

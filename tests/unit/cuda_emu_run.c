@@ -3,8 +3,10 @@
    --out DIR), but every module is compiled by the CUDA backend's emitters and passes and
    its kernels run on the host with the GPU's thread model. `make test-cuda-emu` points
    HLOJIT_BIN here, so every op test checks the GPU kernels' logic against NumPy without a
-   GPU (it proves logic, not speed). --backend is accepted and ignored; the exit status and
-   error messages follow hlojit's (1 on any error, the library's message on stderr). */
+   GPU (it proves logic, not speed). --backend is accepted and ignored; --stats prints the
+   compile's evaluator fallbacks as hlojit's does (`evaluator_fallbacks=N` on stderr); the
+   exit status and error messages follow hlojit's (1 on any error, the library's message on
+   stderr). */
 #include "testutil.h"
 #include "cuda_emu.h"
 #include <sys/stat.h>
@@ -16,7 +18,7 @@ static int cer_fail(hj_ctx_t *ctx, const char *what) {
 
 int main(int argc, char **argv) {
   if (argc < 3 || strcmp(argv[1], "run")) {
-    fprintf(stderr, "usage: cuda_emu_run run MODULE.hlo [--backend B] [--input FILE.npy]... [--out DIR]\n");
+    fprintf(stderr, "usage: cuda_emu_run run MODULE.hlo [--backend B] [--input FILE.npy]... [--out DIR] [--stats]\n");
     return 1;
   }
   if (CUDA_EMU_UNDER_ASAN) {
@@ -25,10 +27,12 @@ int main(int argc, char **argv) {
   }
   const char *mod = argv[2], *out = NULL, *inputs[4096];
   int nin = 0;
+  bool stats = false;
   for (int i = 3; i < argc; i++) {
     if (!strcmp(argv[i], "--input") && i + 1 < argc && nin < 4096) inputs[nin++] = argv[++i];
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--backend") && i + 1 < argc) i++;
+    else if (!strcmp(argv[i], "--stats")) stats = true;
     else { fprintf(stderr, "cuda_emu_run: unknown argument '%s'\n", argv[i]); return 1; }
   }
   hj_ctx_options_t o;
@@ -66,6 +70,7 @@ int main(int argc, char **argv) {
   emu_exec x;
   if (emu_create(ctx, &emu) != HJ_OK) return cer_fail(ctx, "emulator");
   if (emu_compile_module(&emu, m, &x) != HJ_OK) return cer_fail(ctx, "compile");
+  if (stats) fprintf(stderr, "stats: backend=gpu-emulator evaluator_fallbacks=%d\n", x.base.stats.evaluator_fallbacks);
   if (emu_run(&x, ip, op) != HJ_OK) return cer_fail(ctx, "run");
   for (int k = 0; k < nout && out; k++) {
     char path[4096];
