@@ -11,7 +11,7 @@
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the run so OpenBLAS picks its own
 # kernel for this CPU (the program prints which: openblas_get_corename()).
 # backends/cpu/cpu_matmul.c is compiled in here unless CPU_SRC (cpu.mk) already has it.
-.PHONY: bench bench-matmul bench-elementwise bench-compile bench-block
+.PHONY: bench bench-conv bench-matmul bench-elementwise bench-compile bench-block
 
 BENCH_MM_SRC := bench/bench_matmul.c \
                 $(if $(filter backends/cpu/cpu_matmul.c,$(CPU_SRC)),,backends/cpu/cpu_matmul.c)
@@ -28,6 +28,16 @@ BENCH_API += decode
 $(BENCH_API:%=$(B)/bench/bench_%): $(B)/bench/bench_%: bench/bench_%.c bench/bench_util.h bench/bench_gpt2.h $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+# bench_hlo.c: the best time of one HLO module; bench_conv.py runs it against XLA:CPU on the
+# same convolution and pooling modules (`make bench-conv`, not part of `make bench`: it needs
+# the venv's jax).
+$(B)/bench/bench_hlo: bench/bench_hlo.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+bench-conv: $(B)/bench/bench_hlo
+	$(PY) bench/bench_conv.py
 
 bench-matmul: $(B)/bench/bench_matmul
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_matmul

@@ -45,6 +45,7 @@
 /* passes/ */
 #include "passes/algsimp.c"
 #include "passes/constant_fold.c"
+#include "passes/conv_lower.c"
 #include "passes/cse.c"
 #include "passes/dce.c"
 #include "passes/dot_canon.c"

@@ -17,6 +17,10 @@
      dims, pads and gathers live here: the outer indices are loop invariant for the inner
      loop, which LLVM hoists and often vectorises.
    Rows are few but long (R < 16, M >= 4096): the linear mode, so that all threads get work.
+   - concatenate rows: the root is (through same-size reshapes) a concatenate along a dim
+     that is not minor (hlo_root_concat): row mode over the concatenate's rows, where one
+     chain of compares per row picks the operand and an inner loop reads that operand only
+     (elp_concat_row) — a convolution's patch matrix (passes/conv_lower.c) is such a root.
    Grain: chunks of at least ~16K elements (linear: 16384; row: ceil(16384 / M) rows).
 
    Example: fusion { p0 = f32[64,128] parameter(0); t = f32[128,64] transpose(p0),
@@ -150,6 +154,46 @@ static void elp_emit_leaves(emit_fn *f, const emitp_leaf *lv, int n, int first,
   }
 }
 
+/* Row |row| (its index |idx| in the concatenate's row space) of the root concatenate |cat|:
+   the operand is the same for the whole row, so a chain of compares picks it once and an
+   inner loop over the minor dim reads that operand alone (the elemental concatenate would
+   read every operand at every element and select). Values made in one operand's block
+   dominate nothing after it: the cache gets a mark per block. */
+static void elp_concat_row(emit_fn *f, const hlo_instr *cat, const hlo_shape *out, emit_index *idx,
+                           LLVMValueRef row) {
+  emit_module *em = f->em;
+  LLVMBuilderRef b = em->b;
+  const hlo_shape *s = &cat->shape;
+  int axis = (int)cat->dims.v[0], r = s->rank;
+  int64_t minor = s->dims[r - 1], at = 0;
+  LLVMValueRef t = idx->v[axis], base = LLVMBuildNSWMul(b, row, emit_i64(f, minor), "");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(em->llctx, f->fn, "cat.done");
+  for (int k = 0; k < cat->noperands; k++) {
+    int64_t d = cat->operands[k]->shape.dims[axis];
+    if (d == 0) continue;
+    LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(em->llctx, f->fn, "cat.op");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(em->llctx, f->fn, "cat.next");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, t, emit_i64(f, at + d), ""), in, next);
+    LLVMPositionBuilderAtEnd(b, in);
+    ptrdiff_t mark = emitp_cache_mark(f);
+    emit_loop inner;
+    emit_loop_begin(f, &inner, emit_i64(f, 0), emit_i64(f, minor), 1, "cj");
+    emit_index j = *idx;
+    j.rank = r;
+    j.v[axis] = LLVMBuildNSWSub(b, t, emit_i64(f, at), "");
+    j.v[r - 1] = inner.iv;
+    LLVMValueRef v = emit_elemental(f, cat->operands[k], &j);
+    emit_store_elem(f, out->type, f->outs[0], LLVMBuildNSWAdd(b, base, inner.iv, ""), v);
+    emit_loop_end(f, &inner);
+    emitp_cache_pop(f, mark);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, next);
+    at += d;
+  }
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
+}
+
 static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *name,
                          int inplace, emit_kernel *out) {
   const char *fname = fusion && fusion->name ? fusion->name : "?";
@@ -172,11 +216,14 @@ static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *
                      hlo_shape_str(lv[k].shape, b2, sizeof b2));
     }
   }
+  const hlo_instr *cat = n == 1 && lv[0].sub < 0 && inplace < 0 ? hlo_root_concat(c) : NULL;
+  if (cat) s = &cat->shape;   /* row mode over the concatenate's rows (same linear order) */
   int64_t numel = hlo_shape_numel(s), minor = s->rank ? s->dims[s->rank - 1] : 1;
   bool linear = true;
   for (int k = 0; k < n; k++)
     if (lv[k].sub >= 0 || !elp_linear_ok(lv[k].ins)) linear = false;
   if (mixed || s->rank <= 1 || minor == 0 || (numel / minor < 16 && minor >= 4096)) linear = true;
+  if (cat) linear = minor == 0;
   emit_fn f;
   hj_status st = emit_kernel_begin_ex(&f, em, name, fusion, inplace);
   if (st) return st;
@@ -201,6 +248,11 @@ static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *
       rows.rank = s->rank - 1;
       emit_loop_begin(&f, &l, f.begin, f.end, 1, "row");
       emit_delinearize(&f, &rows, l.iv, &idx);
+      if (cat) {
+        elp_concat_row(&f, cat, lv[0].shape, &idx, l.iv);
+        emit_loop_end(&f, &l);
+        goto done;
+      }
       LLVMValueRef base = LLVMBuildNSWMul(b, l.iv, emit_i64(&f, minor), "");
       emit_loop_begin(&f, &inner, emit_i64(&f, 0), emit_i64(&f, minor), 1, "j");
       emit_index full = idx;
@@ -213,6 +265,7 @@ static hj_status elp_emit(emit_module *em, const hlo_instr *fusion, const char *
       emit_loop_end(&f, &l);
     }
   }
+done:
   st = emit_kernel_end(&f);
   if (st) return st;
   snprintf(out->name, sizeof out->name, "%s", name);

@@ -567,6 +567,13 @@ hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
    in place). Its result [M,Q,nr] is the rows of C [M,N = Q*nr]: *c2 gets that shape (the
    one epilogues see), when |c2| is not NULL. */
 bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2);
+/* The concatenate a loop fusion's computation |c| writes row by row (emitters/loop.c: one
+   branch per row picks the operand, an inner loop copies it): c's root itself or through
+   reshapes and bitcasts of the same element count with default layouts, an array
+   concatenate whose axis is not its minor dim, with 2 to HLO_ROOT_CONCAT_MAX operands;
+   NULL otherwise. Fusion counts its operands as evaluated once per own element. */
+#define HLO_ROOT_CONCAT_MAX 256
+const hlo_instr *hlo_root_concat(const hlo_comp *c);
 
 /* ---- inplace.c: output leaves a fusion may write over an operand's buffer ---------------
    hlo_fusion_dus_roots: for each output leaf j of |fusion| (depth first, at most |max|),

@@ -212,3 +212,19 @@ bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2) {
   }
   return true;
 }
+
+const hlo_instr *hlo_root_concat(const hlo_comp *c) {
+  const hlo_instr *r = c ? c->root : NULL;
+  while (r && (r->op == HLO_OP_RESHAPE || r->op == HLO_OP_BITCAST) && r->noperands == 1 &&
+         hlo_shape_is_array(&r->shape) && hlo_shape_layout_is_default(&r->shape) &&
+         hlo_shape_layout_is_default(&r->operands[0]->shape) && r->shape.type == r->operands[0]->shape.type &&
+         hlo_shape_numel(&r->shape) == hlo_shape_numel(&r->operands[0]->shape))
+    r = r->operands[0];
+  if (!r || r->op != HLO_OP_CONCATENATE || !hlo_shape_is_array(&r->shape) || r->dims.n != 1 ||
+      r->noperands < 2 || r->noperands > HLO_ROOT_CONCAT_MAX || !hlo_shape_layout_is_default(&r->shape) ||
+      r->dims.v[0] < 0 || r->dims.v[0] >= r->shape.rank - 1)
+    return NULL;
+  for (int k = 0; k < r->noperands; k++)
+    if (!hlo_shape_is_array(&r->operands[k]->shape)) return NULL;
+  return r;
+}

@@ -237,7 +237,8 @@ typedef struct fus_st {
 /* How many times the kernel of fusion |u| evaluates its fused parameter for |p|: the
    root once per element, an operand as often as its most frequent user reads it (the
    elemental emitter caches one index), a reduce once per output element reading its
-   inputs numel(input)/numel(output) times per evaluation. */
+   inputs numel(input)/numel(output) times per evaluation, the operands of a root
+   concatenate the loop emitter writes row by row (hlo_root_concat) once per own element. */
 static double fus_evals_in_fusion(fus_st *S, const hlo_instr *u, const hlo_instr *p) {
   const hlo_comp *fc = u->calls[0];
   int need = fc->module->next_id + 1;
@@ -250,13 +251,14 @@ static double fus_evals_in_fusion(fus_st *S, const hlo_instr *u, const hlo_instr
   }
   double *E = S->E;
   E[fc->root->id] = (double)hlo_shape_numel(&fc->root->shape);
+  const hlo_instr *rc = hlo_root_concat(fc);
   for (ptrdiff_t i = arrlen(fc->instrs) - 1; i >= 0; i--) {
     const hlo_instr *x = fc->instrs[i];
     double e = E[x->id];
     if (x->op == HLO_OP_REDUCE || x->op == HLO_OP_DOT) e = (double)hlo_shape_numel(&x->shape);
     for (int k = 0; k < x->noperands; k++) {
       const hlo_instr *o = x->operands[k];
-      double c = e;
+      double c = x == rc ? (double)hlo_shape_numel(&o->shape) : e;   /* one operand per row */
       if (x->op == HLO_OP_REDUCE && hlo_shape_is_array(&x->shape) && hlo_shape_numel(&x->shape))
         c = e * (double)hlo_shape_numel(&o->shape) / (double)hlo_shape_numel(&x->shape);
       if (x->op == HLO_OP_DYNAMIC_UPDATE_SLICE && k > 0)   /* the update, once per element */

@@ -153,6 +153,14 @@ int64_t hlo_unshared_bytes(const hlo_comp *c);
    pc->matmul_panel_nr (0 when |pc| is NULL). *changed: some dot was rewritten. */
 hj_status hlo_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 
+/* ---- passes/conv_lower.c -----------------------------------------------------------------
+   Rewrites each ungrouped f32/bf16/f16 convolution with at least 16 multiply-adds per output
+   into transposes, a pad, the slices of its patch matrix (one per tap, or one per output
+   position when those are fewer; at most 64), a concatenate and one canonical [M,K]x[K,N]
+   dot in f32; the others stay convolutions (elemental kernels). Runs before
+   dot-canonicalize (the CPU and CUDA backends' first step). *changed: some were. */
+hj_status hlo_pass_conv_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would
    evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised

@@ -1,0 +1,259 @@
+/* passes/conv_lower.c — convolutions as im2col + one dot, so that they run on the packed
+   matmul (the CPU's register-blocked kernel, the GPU's tiled matmul or cuBLAS) instead of
+   the elemental kernel's one-output-at-a-time loops (emitters/elemental_window.c), which
+   stay for the forms this pass leaves alone.
+
+   Rewritten: feature_group_count == batch_group_count == 1, f32/bf16/f16 operands and
+   result (computed in f32: bf16 and f16 operands are converted first, the result converted
+   once at the end, XLA:CPU's own practice), a window with at least 16 multiply-adds per
+   output (kernel taps x input features; below that the elemental kernel wins), and at most
+   CVL_MAX_SLICES slices to build the patch matrix from (below).
+
+   The rewrite, with B the batch, C the input features, O the output features, T the
+   window's taps and Q the output's spatial positions:
+     x  = transpose(lhs) to [B, spatial..., C]        (skipped when already so)
+     xp = pad(x, 0) with pad_lo/pad_hi and lhs_dilate - 1 interior on the spatial dims
+     patches [B, Q, T, C] — built from whichever is fewer:
+       T slices, one per tap t: slice(xp, start t*rhs_dilate, stride = window stride)
+         = [B, out..., C], reshaped [B, out..., 1, C], concatenated on that axis; or
+       Q slices, one per output position q: slice(xp, start q*stride, stride rhs_dilate)
+         = [B, window..., C], reshaped [B, 1, T, C], concatenated on axis 1
+       (a forward 3x3 convolution has T = 9; its weight gradient, whose "window" is the
+       whole image, has T = H*W but Q = 9)
+     w  = transpose(reverse(rhs)) to [window..., C, O] -> reshape [T*C, O]
+     y  = dot(reshape(patches) [B*Q, T*C], w) -> [B*Q, O] -> reshape [B, out..., O] ->
+          transpose to the output's dim order.
+   The patch matrix is a concatenate fusion (loop.c writes one row loop per slice), read
+   once by the matmul's packing: memory T times the input's, the cost of going through the
+   packed matmul. Taps sum in (tap, feature) order, as the evaluator's loops do. */
+#include "passes.h"
+
+#define CVL_MAX_SLICES 64
+#define CVL_MIN_TAPS 16
+
+typedef struct cvl {
+  hlo_comp *c;
+  const hlo_instr *before;
+  hj_status st;
+} cvl;
+
+static hlo_instr *cvl_new(cvl *L, hlo_opcode op, const hlo_shape *s, hlo_instr **ops, int n) {
+  if (L->st) return NULL;
+  hlo_instr *i = hlo_instr_new_before(L->c, L->before, op, NULL, s, ops, n);
+  if (!i) L->st = HJ_ERR_OOM;
+  return i;
+}
+
+static hlo_ints cvl_ints(cvl *L, const int64_t *v, int n) {
+  hlo_ints r = hlo_ints_dup(L->c->module, v, n);
+  if (n > 0 && !r.v) L->st = HJ_ERR_OOM;
+  return r;
+}
+
+static hlo_instr *cvl_reshape(cvl *L, hlo_instr *x, int rank, const int64_t *dims) {
+  if (!x) return NULL;
+  bool same = x->shape.rank == rank;
+  for (int i = 0; same && i < rank; i++) same = x->shape.dims[i] == dims[i];
+  if (same) return x;
+  hlo_shape s = hlo_shape_array(x->shape.type, rank, dims);
+  return cvl_new(L, HLO_OP_RESHAPE, &s, &x, 1);
+}
+
+/* result dim i = x's dim perm[i]; skipped for the identity. */
+static hlo_instr *cvl_transpose(cvl *L, hlo_instr *x, const int64_t *perm) {
+  if (!x) return NULL;
+  int r = x->shape.rank;
+  bool id = true;
+  int64_t d[HLO_MAX_RANK];
+  for (int i = 0; i < r; i++) id &= perm[i] == i, d[i] = x->shape.dims[perm[i]];
+  if (id) return x;
+  hlo_shape s = hlo_shape_array(x->shape.type, r, d);
+  hlo_instr *t = cvl_new(L, HLO_OP_TRANSPOSE, &s, &x, 1);
+  if (t) t->dims = cvl_ints(L, perm, r);
+  return t;
+}
+
+static hlo_instr *cvl_convert(cvl *L, hlo_instr *x, hlo_type t) {
+  if (!x || x->shape.type == t) return x;
+  hlo_shape s = x->shape;
+  s.type = t;
+  return cvl_new(L, HLO_OP_CONVERT, &s, &x, 1);
+}
+
+static hlo_instr *cvl_slice(cvl *L, hlo_instr *x, const int64_t *start, const int64_t *limit,
+                            const int64_t *stride) {
+  int r = x->shape.rank;
+  int64_t d[HLO_MAX_RANK];
+  for (int i = 0; i < r; i++) d[i] = hlo_slice_count(start[i], limit[i], stride[i]);
+  hlo_shape s = hlo_shape_array(x->shape.type, r, d);
+  hlo_instr *y = cvl_new(L, HLO_OP_SLICE, &s, &x, 1);
+  if (y) {
+    y->slice_start = cvl_ints(L, start, r);
+    y->slice_limit = cvl_ints(L, limit, r);
+    y->slice_stride = cvl_ints(L, stride, r);
+  }
+  return y;
+}
+
+static int64_t cvl_at(hlo_ints v, int i, int64_t dflt) { return i < v.n ? v.v[i] : dflt; }
+
+static bool cvl_float(hlo_type t) { return t == HLO_F32 || t == HLO_BF16 || t == HLO_F16; }
+
+/* The patch matrix count (slices) this convolution needs, or 0 when it stays elemental. */
+static int64_t cvl_plan(const hlo_instr *cv, int64_t *T, int64_t *Q) {
+  const hlo_conv_dims *cd = &cv->conv;
+  const hlo_shape *l = &cv->operands[0]->shape, *k = &cv->operands[1]->shape, *o = &cv->shape;
+  int ns = cd->in_spatial.n;
+  if (cd->feature_groups != 1 || cd->batch_groups != 1 || !cvl_float(l->type) || !cvl_float(k->type) ||
+      !cvl_float(o->type) || cv->window.size.n != ns || hlo_shape_numel(o) == 0 || hlo_shape_numel(l) == 0 ||
+      !hlo_shape_layout_is_default(o))
+    return 0;
+  *T = 1, *Q = 1;
+  for (int i = 0; i < ns; i++) *T *= cv->window.size.v[i], *Q *= o->dims[cd->out_spatial.v[i]];
+  if (*T * k->dims[cd->k_in] < CVL_MIN_TAPS) return 0;
+  int64_t n = *T < *Q ? *T : *Q;
+  return n <= CVL_MAX_SLICES ? n : 0;
+}
+
+static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
+  const hlo_conv_dims *cd = &cv->conv;
+  const hlo_window *w = &cv->window;
+  int ns = cd->in_spatial.n, r = ns + 2;
+  int64_t T, Q;
+  if (!cvl_plan(cv, &T, &Q)) return HJ_OK;
+  cvl L = { c, cv, HJ_OK };
+  hlo_instr *lhs = cv->operands[0], *rhs = cv->operands[1];
+  int64_t B = lhs->shape.dims[cd->in_batch], C = lhs->shape.dims[cd->in_feature],
+          O = rhs->shape.dims[cd->k_out], out[HLO_MAX_RANK], perm[HLO_MAX_RANK];
+  for (int i = 0; i < ns; i++) out[i] = cv->shape.dims[cd->out_spatial.v[i]];
+  /* x = [B, spatial..., C] in f32, padded and dilated */
+  perm[0] = cd->in_batch, perm[r - 1] = cd->in_feature;
+  for (int i = 0; i < ns; i++) perm[1 + i] = cd->in_spatial.v[i];
+  hlo_instr *x = cvl_transpose(&L, cvl_convert(&L, lhs, HLO_F32), perm);
+  int64_t lo[HLO_MAX_RANK] = { 0 }, hi[HLO_MAX_RANK] = { 0 }, in[HLO_MAX_RANK] = { 0 };
+  bool pad = false;
+  for (int i = 0; i < ns; i++) {
+    lo[1 + i] = cvl_at(w->pad_lo, i, 0), hi[1 + i] = cvl_at(w->pad_hi, i, 0);
+    in[1 + i] = cvl_at(w->base_dilation, i, 1) - 1;
+    pad |= lo[1 + i] || hi[1 + i] || in[1 + i];
+  }
+  if (pad && x) {
+    hlo_shape zs = hlo_shape_scalar(HLO_F32);
+    hlo_literal *zl = hlo_literal_new(c->module->ctx, &zs);
+    if (!zl) return HJ_ERR_OOM;
+    hlo_instr *z = hlo_constant_new_before(c, cv, zl);
+    hlo_literal_free(zl);
+    if (!z) return HJ_ERR_OOM;
+    hlo_shape ps = x->shape;
+    for (int d = 0; d < r; d++)
+      if (!hlo_pad_dim(x->shape.dims[d], lo[d], hi[d], in[d], &ps.dims[d])) return HJ_ERR_SHAPE;
+    hlo_instr *ops[2] = { x, z };
+    x = cvl_new(&L, HLO_OP_PAD, &ps, ops, 2);
+    if (x) {
+      x->pad_lo = cvl_ints(&L, lo, r);
+      x->pad_hi = cvl_ints(&L, hi, r);
+      x->pad_interior = cvl_ints(&L, in, r);
+    }
+  }
+  if (!x) return L.st ? L.st : HJ_ERR_OOM;
+  /* the patches [B, Q, T, C] */
+  bool by_tap = T <= Q;
+  int64_t n = by_tap ? T : Q, pos[HLO_MAX_RANK] = { 0 }, count[HLO_MAX_RANK];
+  for (int i = 0; i < ns; i++) count[i] = by_tap ? w->size.v[i] : out[i];
+  hlo_instr **parts = NULL;
+  for (int64_t j = 0; j < n && !L.st; j++) {
+    int64_t start[HLO_MAX_RANK] = { 0 }, limit[HLO_MAX_RANK], stride[HLO_MAX_RANK], pd[HLO_MAX_RANK + 1];
+    limit[0] = B, limit[r - 1] = C, stride[0] = stride[r - 1] = 1;
+    for (int i = 0; i < ns; i++) {
+      int64_t st = cvl_at(w->stride, i, 1), wd = cvl_at(w->window_dilation, i, 1);
+      start[1 + i] = by_tap ? pos[i] * wd : pos[i] * st;
+      stride[1 + i] = by_tap ? st : wd;
+      limit[1 + i] = start[1 + i] + ((by_tap ? out[i] : w->size.v[i]) - 1) * stride[1 + i] + 1;
+    }
+    hlo_instr *s = cvl_slice(&L, x, start, limit, stride);
+    if (by_tap) {   /* [B, out..., 1, C] */
+      pd[0] = B, pd[ns + 1] = 1, pd[ns + 2] = C;
+      for (int i = 0; i < ns; i++) pd[1 + i] = out[i];
+      s = cvl_reshape(&L, s, r + 1, pd);
+    } else {        /* [B, 1, T, C] */
+      int64_t d4[4] = { B, 1, T, C };
+      s = cvl_reshape(&L, s, 4, d4);
+    }
+    arrput(parts, s);
+    for (int i = ns - 1; i >= 0 && ++pos[i] == count[i]; i--) pos[i] = 0;
+  }
+  hlo_instr *pm = parts ? parts[0] : NULL;
+  if (n > 1 && !L.st) {
+    hlo_shape cs = parts[0]->shape;
+    int axis = by_tap ? ns + 1 : 1;
+    cs.dims[axis] = n;
+    pm = cvl_new(&L, HLO_OP_CONCATENATE, &cs, parts, (int)n);
+    if (pm) {
+      int64_t a = axis;
+      pm->dims = cvl_ints(&L, &a, 1);
+    }
+  }
+  arrfree(parts);
+  int64_t m2[2] = { B * Q, T * C };
+  pm = cvl_reshape(&L, pm, 2, m2);
+  /* the kernel [T*C, O] */
+  hlo_instr *k = cvl_convert(&L, rhs, HLO_F32);
+  int64_t rev[HLO_MAX_RANK], nrev = 0;
+  for (int i = 0; i < ns; i++)
+    if (cvl_at(w->reversal, i, 0)) rev[nrev++] = cd->k_spatial.v[i];
+  if (nrev && k) {
+    hlo_instr *kr = cvl_new(&L, HLO_OP_REVERSE, &k->shape, &k, 1);
+    if (kr) kr->dims = cvl_ints(&L, rev, (int)nrev);
+    k = kr;
+  }
+  for (int i = 0; i < ns; i++) perm[i] = cd->k_spatial.v[i];
+  perm[ns] = cd->k_in, perm[ns + 1] = cd->k_out;
+  int64_t k2[2] = { T * C, O };
+  k = cvl_reshape(&L, cvl_transpose(&L, k, perm), 2, k2);
+  /* the dot and the way back */
+  hlo_instr *y = NULL;
+  if (pm && k) {
+    int64_t yd[2] = { B * Q, O }, one = 1, zero = 0;
+    hlo_shape ys = hlo_shape_array(HLO_F32, 2, yd);
+    hlo_instr *ops[2] = { pm, k };
+    y = cvl_new(&L, HLO_OP_DOT, &ys, ops, 2);
+    if (y) {
+      y->dot.lhs_contract = cvl_ints(&L, &one, 1);
+      y->dot.rhs_contract = cvl_ints(&L, &zero, 1);
+    }
+  }
+  int64_t od[HLO_MAX_RANK];
+  od[0] = B, od[r - 1] = O;
+  for (int i = 0; i < ns; i++) od[1 + i] = out[i];
+  y = cvl_convert(&L, cvl_reshape(&L, y, r, od), cv->shape.type);
+  perm[cd->out_batch] = 0, perm[cd->out_feature] = r - 1;
+  for (int i = 0; i < ns; i++) perm[cd->out_spatial.v[i]] = 1 + i;
+  y = cvl_transpose(&L, y, perm);
+  if (!y) return L.st ? L.st : HJ_ERR_OOM;
+  hlo_replace_all_uses(c, cv, y);
+  hlo_remove_instr(c, cv);
+  return HJ_OK;
+}
+
+hj_status hlo_pass_conv_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
+  if (changed) *changed = false;
+  for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
+    hlo_comp *c = m->comps[ci];
+    hlo_instr **convs = NULL;
+    int64_t T, Q;
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
+      if (c->instrs[i]->op == HLO_OP_CONVOLUTION && cvl_plan(c->instrs[i], &T, &Q)) arrput(convs, c->instrs[i]);
+    for (ptrdiff_t i = 0; i < arrlen(convs); i++) {
+      const char *nm = convs[i]->name;
+      hj_status st = cvl_rewrite(c, convs[i]);
+      if (st) {
+        arrfree(convs);
+        return hj__err(m->ctx, st, "pass conv-lower: %s rewriting '%s'",
+                       st == HJ_ERR_OOM ? "out of memory" : "a shape that does not fit", nm);
+      }
+      if (changed) *changed = true;
+    }
+    arrfree(convs);
+  }
+  return HJ_OK;
+}
