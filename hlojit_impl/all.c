@@ -59,6 +59,7 @@
 #include "passes/layout_norm.c"
 #include "passes/pass.c"
 #include "passes/pipeline.c"
+#include "passes/sas_lower.c"
 #include "passes/schedule.c"
 #include "passes/sibling_fusion.c"
 #include "passes/tuple_simplify.c"

@@ -161,6 +161,14 @@ hj_status hlo_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
    dot-canonicalize (the CPU and CUDA backends' first step). *changed: some were. */
 hj_status hlo_pass_conv_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 
+/* ---- passes/sas_lower.c ------------------------------------------------------------------
+   Rewrites each select-and-scatter without dilations (N < 2^31 elements, at most 64 taps)
+   into a variadic reduce-window that finds each window's pick (the select computation
+   cloned into its reducer) and one elementwise pass over the operand's elements that
+   scatters the source values of the windows that picked them, tap by tap, in XLA's order.
+   *changed: some were. */
+hj_status hlo_pass_sas_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would
    evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised
