@@ -146,6 +146,12 @@ $(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 test-py test-py-cpu: $(B)/tests/jit_sweep
 
+# The convolution API's driver (tests/py/test_conv_api.py runs it).
+$(B)/tests/conv_api_hlo: tests/unit/conv_api_hlo.c $(HDRS) $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+test-py test-py-cpu: $(B)/tests/conv_api_hlo
+
 test-golden: all
 	$(PYTEST) tests/py/test_golden.py
 
@@ -156,7 +162,8 @@ test-corpus: all
 # CPU backend (LLVM ORC); the other files of tests/py do not read it (they choose their
 # backends themselves), so test-py has run them already.
 PY_BACKEND_TESTS := tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py \
-                    tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py tests/py/test_conv_jax.py
+                    tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py tests/py/test_conv_jax.py \
+                    tests/py/test_conv_api.py
 test-py-cpu: all
 	HLOJIT_BACKEND=cpu $(PYTEST) $(PY_BACKEND_TESTS)
 
@@ -206,7 +213,7 @@ TEST_SUITES := unit unit-asan test-threads test-fuzz test-py test-py-cpu test-gp
 # builds what it needs itself when run alone.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BT)/test_threads $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
-             $(B)/tests/jit_sweep $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu gpt2 gpt2-tools \
+             $(B)/tests/jit_sweep $(B)/tests/conv_api_hlo $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
              $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE) \
              $(CUDA_GPU_TESTS:%=$(B)/tests/%)

@@ -515,6 +515,69 @@ hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *windo
                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
 hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
 
+/* ---- convolution and pooling ----
+   hj_conv_general: XLA's convolution with every field. Which dim of x (the input), w (the
+   kernel) and the result plays which role: in_batch / in_feature / in_spatial[i] of x,
+   k_in / k_out / k_spatial[i] of w, out_batch / out_feature / out_spatial[i] of the result
+   (n_spatial spatial dims, 0 to 6; window dim i slides over spatial dim i of all three).
+   Per spatial dim: stride, pad_lo / pad_hi (may be negative), lhs_dilation (holes between
+   input elements: a transposed convolution), rhs_dilation (atrous), reversal (the kernel
+   read backwards); a 0 stride or dilation means 1. feature_group_count G: x's features are
+   G groups of w's input features, w's output features G groups of outputs (depthwise: G =
+   input features); batch_group_count B: the batch splits into B groups across the output
+   features (weight gradients of grouped convolutions); 0 means 1, at most one above 1. The
+   result's batch is x's / B, its features w's output features, its spatial sizes
+   floor((padded dilated input - dilated window) / stride) + 1. x and w: the same dtype, or
+   floats of different widths (the result is the wider). f16/bf16 accumulate in f32; the CPU
+   and CUDA backends run f32/bf16/f16 convolutions without groups on the packed matmul
+   (im2col), the rest (groups, integers, f64) in elemental kernels; nothing falls back to
+   the evaluator. Zero-initialise the struct and set what you need.
+   hj_conv: the layer. HJ_NHWC: x (N, spatial..., C), w (spatial..., C/groups, O), result
+   (N, spatial..., O); HJ_NCHW: x (N, C, spatial...), w (O, C/groups, spatial...), result
+   (N, O, spatial...). |opts| NULL: stride 1, "valid", no dilation, groups 1, no bias.
+   Padding HJ_PAD_SAME gives ceil(in / stride) outputs (XLA's and TensorFlow's split: the
+   odd element at the end), HJ_PAD_EXPLICIT takes pad_lo / pad_hi. bias: a vector of the
+   output features of the result's dtype, or HJ_NONE (a zeroed tensor counts as none).
+   hj_conv_transpose: the transposed convolution of jax.lax.conv_transpose (kernel not
+   flipped): the input dilated by the stride; "same" gives in * stride outputs, "valid"
+   (in - 1) * stride + dilated window; explicit pads apply to the dilated input.
+   hj_max_pool, hj_avg_pool: reduce-window over the spatial dims of an NHWC or NCHW x;
+   |window| per spatial dim (required), stride NULL: the window; avg divides by the window
+   size, or with exclude_pad by the taps inside the input. Gradients of all of these are
+   XLA's convolution and select-and-scatter, which hlojit runs too (HLO text from jax.grad). */
+typedef enum hj_conv_layout { HJ_NHWC = 0, HJ_NCHW } hj_conv_layout_t;
+typedef enum hj_pad_mode { HJ_PAD_VALID = 0, HJ_PAD_SAME, HJ_PAD_EXPLICIT } hj_pad_mode_t;
+typedef struct hj_conv_general {
+  int n_spatial;
+  int64_t in_batch, in_feature, in_spatial[HJ_MAX_RANK - 2];
+  int64_t k_in, k_out, k_spatial[HJ_MAX_RANK - 2];
+  int64_t out_batch, out_feature, out_spatial[HJ_MAX_RANK - 2];
+  int64_t stride[HJ_MAX_RANK - 2], pad_lo[HJ_MAX_RANK - 2], pad_hi[HJ_MAX_RANK - 2];
+  int64_t lhs_dilation[HJ_MAX_RANK - 2], rhs_dilation[HJ_MAX_RANK - 2];
+  bool reversal[HJ_MAX_RANK - 2];
+  int64_t feature_group_count, batch_group_count;
+} hj_conv_general_t;
+typedef struct hj_conv_opts {
+  hj_conv_layout_t layout;
+  const int64_t *stride, *dilation;        /* per spatial dim; NULL: 1 */
+  hj_pad_mode_t padding;
+  const int64_t *pad_lo, *pad_hi;          /* HJ_PAD_EXPLICIT */
+  int64_t groups;                          /* 0: 1 */
+  hj_tensor_t bias;
+} hj_conv_opts_t;
+typedef struct hj_pool_opts {
+  hj_conv_layout_t layout;
+  const int64_t *window, *stride;          /* per spatial dim; stride NULL: the window */
+  hj_pad_mode_t padding;
+  const int64_t *pad_lo, *pad_hi;          /* HJ_PAD_EXPLICIT */
+  bool exclude_pad;                        /* hj_avg_pool: count only the taps inside x */
+} hj_pool_opts_t;
+hj_tensor_t hj_conv_general(hj_tensor_t x, hj_tensor_t w, const hj_conv_general_t *p);
+hj_tensor_t hj_conv(hj_tensor_t x, hj_tensor_t w, const hj_conv_opts_t *opts);
+hj_tensor_t hj_conv_transpose(hj_tensor_t x, hj_tensor_t w, const hj_conv_opts_t *opts);
+hj_tensor_t hj_max_pool(hj_tensor_t x, const hj_pool_opts_t *opts);
+hj_tensor_t hj_avg_pool(hj_tensor_t x, const hj_pool_opts_t *opts);
+
 /* ---- composites (built from the ops above) ---- */
 /* NumPy matmul: (..., M, K) x (..., K, N) -> (..., M, N); batch dims broadcast; a rank-1
    operand is a vector. */

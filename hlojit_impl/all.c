@@ -77,6 +77,7 @@
 #include "api/api.c"
 #include "api/buffer.c"
 #include "api/builder.c"
+#include "api/builder_conv.c"
 #include "api/builder_ops.c"
 #include "api/control.c"
 #include "api/composites.c"
