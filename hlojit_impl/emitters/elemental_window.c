@@ -6,14 +6,15 @@
 
    A tap k of window dim i at output position o reads input position
      p = o*stride - lo + k*wdil,  valid when p >= 0, p % bdil == 0 and p / bdil < dim;
-   a tap that is not valid is skipped: the load happens at a clamped index and a select
-   keeps the accumulator (no branches, so the loop bodies stay straight-line code that
+   a tap that is not valid is skipped (a convolution multiplies a zero there instead): the
+   load happens at a clamped index and a select keeps the accumulator (no branches, so the loop bodies stay straight-line code that
    LLVM unrolls and vectorises across the loop emitter's output elements).
 
    reduce-window: acc_k = init_k; for each tap in row-major order acc = to_apply(acc, x).
    convolution: acc = 0 in f32 (f16/bf16/f32 results; f64 for f64, the result's integer type,
      pred as or-of-ands); for each tap (row-major), for each input feature c of the output's
-     group: acc += lhs * rhs; converted to the result type once. The fast path for large
+     group: acc += lhs * rhs, lhs 0 for a tap in padding or a dilation hole (StableHLO's
+     zero padding: 0 * inf is NaN there too); converted to the result type once. The fast path for large
      convolutions is not here: passes/conv_lower.c rewrites them into im2col + dot first.
    select-and-scatter, at operand position x: out = init; for each window s that contains
      x, in row-major order of s (tap t of dim i gives s = (x + lo - t) / stride, so t runs
@@ -41,7 +42,7 @@ static bool elw_dims(const hlo_instr *ins, int n, const int64_t *in, elw_dim *w)
     d->size = hw->size.v[i], d->stride = elw_at(hw->stride, i, 1), d->lo = elw_at(hw->pad_lo, i, 0);
     d->bdil = elw_at(hw->base_dilation, i, 1), d->wdil = elw_at(hw->window_dilation, i, 1);
     d->rev = elw_at(hw->reversal, i, 0) != 0, d->dim = in[i];
-    if (d->size < 1 || d->stride < 1 || d->bdil < 1 || d->wdil < 1 || d->dim < 1) return false;
+    if (d->size < 1 || d->stride < 1 || d->bdil < 1 || d->wdil < 1 || d->dim < 0) return false;
   }
   return true;
 }
@@ -85,6 +86,9 @@ LLVMValueRef emitp_reduce_window(emit_fn *f, const hlo_instr *ins, int sub, cons
   for (int k = 0; k < n; k++) {
     res[k] = emit_elemental(f, ins->operands[n + k], &z);
     ty[k] = LLVMTypeOf(res[k]);
+  }
+  if (hlo_shape_numel(is) == 0) return res[sub];   /* no taps anywhere: the inits */
+  for (int k = 0; k < n; k++) {
     acc[k] = emitp_entry_alloca(f, ty[k], "racc");
     LLVMBuildStore(b, res[k], acc[k]);
   }
@@ -140,6 +144,7 @@ static LLVMValueRef elw_convolution(emit_fn *f, const hlo_instr *ins, const emit
   LLVMValueRef acc = emitp_entry_alloca(f, aty, "cacc");
   LLVMValueRef zero = at == HLO_PRED ? LLVMConstInt(f->em->t_i1, 0, 0)
                       : hlo_type_is_float(at) ? emit_cf(aty, 0.0) : emit_ci(aty, 0);
+  if (hlo_shape_numel(ls) == 0 || hlo_shape_numel(ks) == 0) return emitp_convert(f, zero, at, os->type);
   LLVMBuildStore(b, zero, acc);
   emit_loop loops[HLO_MAX_RANK + 1];
   LLVMValueRef valid = LLVMConstInt(f->em->t_i1, 1, 0), ok;
@@ -154,11 +159,12 @@ static LLVMValueRef elw_convolution(emit_fn *f, const hlo_instr *ins, const emit
   ki.v[cd->k_in] = loops[ns].iv;
   LLVMValueRef x = emitp_convert(f, emit_elemental(f, L, &li), ls->type, at);
   LLVMValueRef y = emitp_convert(f, emit_elemental(f, K, &ki), ks->type, at);
+  x = LLVMBuildSelect(b, valid, x, zero, "");   /* padding and holes are zeros: 0 * w */
   LLVMValueRef a = LLVMBuildLoad2(b, aty, acc, ""), s;
   if (at == HLO_PRED) s = LLVMBuildOr(b, a, LLVMBuildAnd(b, x, y, ""), "");
   else if (hlo_type_is_float(at)) s = LLVMBuildFAdd(b, a, LLVMBuildFMul(b, x, y, ""), "");
   else s = LLVMBuildAdd(b, a, LLVMBuildMul(b, x, y, ""), "");
-  LLVMBuildStore(b, LLVMBuildSelect(b, valid, s, a, ""), acc);
+  LLVMBuildStore(b, s, acc);
   for (int i = ns; i >= 0; i--) emit_loop_end(f, &loops[i]);
   return emitp_convert(f, LLVMBuildLoad2(b, aty, acc, ""), at, os->type);
 }
@@ -173,11 +179,12 @@ static LLVMValueRef elw_select_and_scatter(emit_fn *f, const hlo_instr *ins, con
   if (ins->ncalls != 2 || idx->rank != n || ss->rank != n || !elw_dims(ins, n, xs->dims, w))
     return elw_fail(f, ins, "window does not fit the operand");
   for (int i = 0; i < n; i++)
-    if (w[i].bdil != 1 || w[i].wdil != 1 || ss->dims[i] < 1) return elw_fail(f, ins, "dilated or empty window");
+    if (w[i].bdil != 1 || w[i].wdil != 1) return elw_fail(f, ins, "dilated window");
   emit_module *em = f->em;
   LLVMBuilderRef b = em->b;
   emit_index z = { 0 }, si = { .rank = n }, xi = { .rank = n };
   LLVMValueRef init = emit_elemental(f, ins->operands[2], &z);
+  if (hlo_shape_numel(ss) == 0 || hlo_shape_numel(xs) == 0) return init;   /* nothing scattered */
   LLVMTypeRef ty = LLVMTypeOf(init);
   LLVMValueRef acc = emitp_entry_alloca(f, ty, "sacc"), have = emitp_entry_alloca(f, em->t_i1, "shave");
   LLVMValueRef best = emitp_entry_alloca(f, ty, "sbest"), bpos = emitp_entry_alloca(f, em->t_i64, "spos");

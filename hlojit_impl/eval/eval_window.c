@@ -7,7 +7,9 @@
    output position o sits at p = o*stride - pad_lo + k*rhs_dilate in the input dilated by
    lhs_dilate (holes between elements) and padded; it reads input element p / lhs_dilate
    when p is a multiple of lhs_dilate inside the input, and nothing otherwise (padding and
-   holes contribute nothing: zero for a convolution, no candidate for select-and-scatter).
+   holes are zeros for a convolution (StableHLO's definition: the products 0 * w are taken,
+   so an infinite or NaN weight over padding gives NaN, as XLA:CPU gives for padding) and
+   no candidate for select-and-scatter).
 
    convolution (dim_labels name the roles): out[b, o, s...] = sum over taps k... and input
    features c < Ci of lhs[b', g*Ci + c, p(s, k)...] * rhs[k'..., c, o], where Ci is the
@@ -96,13 +98,16 @@ hj_status hlo_eval_convolution(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal 
     for (int64_t ti = 0; ti < ntaps; ti++, hlo_evo_next(ns, sdims, tap)) {
       int64_t lo = lbase, ko = kbase;
       bool in_range = true;
-      for (int i = 0; i < ns && in_range; i++) {
+      for (int i = 0; i < ns; i++) {
         int64_t p = evw_pos(&w[i], o[cd->out_spatial.v[i]], tap[i]);
-        in_range = p >= 0;
-        lo += p * lst[cd->in_spatial.v[i]];
+        in_range &= p >= 0;
+        lo += p >= 0 ? p * lst[cd->in_spatial.v[i]] : 0;
         ko += (w[i].rev ? w[i].size - 1 - tap[i] : tap[i]) * kst[cd->k_spatial.v[i]];
       }
-      if (!in_range) continue;
+      if (!in_range) {   /* a zero of the padded, dilated input: 0 * w (NaN for an infinite w) */
+        for (int64_t c = 0; fl && c < Ci; c++) sf += 0.0 * hlo_load_f64(ks->type, ops[1]->data, ko + c * kst[cd->k_in]);
+        continue;
+      }
       for (int64_t c = 0; c < Ci; c++) {
         int64_t li = lo + c * lst[cd->in_feature], ki = ko + c * kst[cd->k_in];
         if (fl) sf += hlo_load_f64(ls->type, ops[0]->data, li) * hlo_load_f64(ks->type, ops[1]->data, ki);

@@ -271,7 +271,8 @@ static const struct { fg_op fn; int weight; } fg_ops[] = {
   { fg_op_unary, 14 }, { fg_op_binary, 14 }, { fg_op_compare, 5 }, { fg_op_select_clamp, 5 }, { fg_op_convert, 8 },
   { fg_op_iota, 2 }, { fg_op_broadcast, 4 }, { fg_op_reshape, 4 }, { fg_op_transpose, 3 }, { fg_op_slice, 5 },
   { fg_op_reverse, 2 }, { fg_op_pad, 4 }, { fg_op_concat, 3 }, { fg_op_dynamic_slice, 4 }, { fg_op_gather, 4 },
-  { fg_op_scatter, 3 }, { fg_op_reduce, 5 }, { fg_op_reduce_window, 2 }, { fg_op_dot, 3 }, { fg_op_sort, 2 },
+  { fg_op_scatter, 3 }, { fg_op_reduce, 5 }, { fg_op_reduce_window, 2 }, { fg_op_convolution, 3 },
+  { fg_op_select_and_scatter, 2 }, { fg_op_dot, 3 }, { fg_op_sort, 2 },
   { fg_op_map, 2 }, { fg_op_call, 3 }, { fg_op_fusion_update, 2 }, { fg_op_while, 2 }, { fg_op_conditional, 2 }, { fg_op_tuple_misc, 2 },
 };
 

@@ -84,6 +84,8 @@ int fg_reducer(fg *g, int t, int kind);
 const char *fg_cmp_type(fg *g, int t);
 int fg_comparator(fg *g, const int *types, int n);
 int fg_elementwise_comp(fg *g, const int *types, int n, int rank, const int64_t *d, int rt);
+/* fuzz_hlo_gen_ops.c: a scalar init of |t| for reducer |kind| (its identity, or any value). */
+int fg_identity_init(fg *g, int t, int kind);
 
 /* fuzz_hlo_gen_ops.c: each appends one op (and what it needs) to the entry. */
 void fg_op_unary(fg *g);
@@ -103,7 +105,10 @@ void fg_op_dynamic_slice(fg *g);
 void fg_op_gather(fg *g);
 void fg_op_scatter(fg *g);
 void fg_op_reduce(fg *g);
+/* fuzz_hlo_gen_window.c */
 void fg_op_reduce_window(fg *g);
+void fg_op_convolution(fg *g);
+void fg_op_select_and_scatter(fg *g);
 void fg_op_dot(fg *g);
 void fg_op_sort(fg *g);
 void fg_op_map(fg *g);

@@ -421,7 +421,7 @@ void fg_op_scatter(fg *g) {
 
 /* ---- reductions, dot, sort, map ---------------------------------------------------------- */
 
-static int identity_init(fg *g, int t, int kind) {
+int fg_identity_init(fg *g, int t, int kind) {
   if (fg_chance(g, 400)) return fg_get(g, t, 0, NULL);
   int k = fg_def(g, t, 0, NULL, FHG_EXACT);
   const char *v = "0";
@@ -448,7 +448,7 @@ void fg_op_reduce(fg *g) {
   if (fg_chance(g, 200)) {   /* variadic: (sum of a, max of b) over the same dims */
     int t2 = fg_rand_type(g);
     int b2 = fg_get(g, t2, v.rank, v.d);
-    int i1 = identity_init(g, v.t, R_ADD), i2 = identity_init(g, t2, R_MAX);
+    int i1 = fg_identity_init(g, v.t, R_ADD), i2 = fg_identity_init(g, t2, R_MAX);
     int c = g->ncomp++;
     const char *t1n = tname[v.t], *t2n = tname[t2];
     const char *op1 = v.t == T_PRED ? "or" : "add";
@@ -473,48 +473,15 @@ void fg_op_reduce(fg *g) {
   }
   int kind = fg_reducer_kind(g, v.t);
   if (kind == R_REPLACE) kind = R_ADD;
-  int init = identity_init(g, v.t, kind), c = fg_reducer(g, v.t, kind);
+  int init = fg_identity_init(g, v.t, kind), c = fg_reducer(g, v.t, kind);
   /* float sums and products: the CPU may reassociate; max/min: +-0 either way */
   int lvl = fg_maxl(v.lvl, g->vals[init].lvl);
   if (fg_is_f(v.t) && nd) lvl = fg_maxl(lvl, FHG_CLOSE);
+  /* a float product in another order overflows (or hits 0) at another step: inf * 0 = NaN on
+     one side, 0 on the other (a GPU tree reduce against the evaluator's sequence) */
+  if (fg_is_f(v.t) && nd && kind == R_MUL) lvl = FHG_SKIP;
   fg_def(g, v.t, rank, d, lvl);
   fg_sb_add(&g->body, "reduce(v%d, v%d), dimensions=%s, to_apply=c%d\n", a, init, b, c);
-}
-
-void fg_op_reduce_window(fg *g) {
-  int a = fg_pick(g, ge1);
-  fv v = g->vals[a];
-  int64_t sz[4], st[4], lo[4], hi[4], bd[4], wd[4], d[4] = { 0 };
-  for (int i = 0; i < v.rank; i++) {
-    bd[i] = 1 + (fg_chance(g, 200) ? 1 : 0);
-    wd[i] = 1 + (fg_chance(g, 200) ? 1 : 0);
-    lo[i] = fg_rn(g, 3);
-    hi[i] = fg_rn(g, 3);
-    if (fg_chance(g, 100)) {   /* a huge lo cancelled by hi */
-      lo[i] = INT64_MAX - fg_rn(g, 3);
-      hi[i] = -lo[i] + fg_rn(g, 3);
-    }
-    __int128 base = (v.d[i] ? (__int128)(v.d[i] - 1) * bd[i] + 1 : 0) + lo[i] + hi[i];
-    sz[i] = 1 + fg_rn(g, 3);
-    __int128 win = (__int128)(sz[i] - 1) * wd[i] + 1;
-    st[i] = fg_chance(g, 100) ? INT64_MAX : 1 + fg_rn(g, 2);
-    d[i] = win > base ? 0 : (int64_t)((base - win) / st[i] + 1);
-  }
-  int kind = fg_reducer_kind(g, v.t);
-  if (kind == R_REPLACE) kind = R_MAX;
-  int init = identity_init(g, v.t, kind), c = fg_reducer(g, v.t, kind);
-  fg_def(g, v.t, v.rank, d, fg_maxl(v.lvl, g->vals[init].lvl));   /* the evaluator runs it everywhere */
-  fg_sb_add(&g->body, "reduce-window(v%d, v%d), window={size=", a, init);
-  for (int i = 0; i < v.rank; i++) fg_sb_add(&g->body, "%s%lld", i ? "x" : "", (long long)sz[i]);
-  fg_sb_add(&g->body, " stride=");
-  for (int i = 0; i < v.rank; i++) fg_sb_add(&g->body, "%s%lld", i ? "x" : "", (long long)st[i]);
-  fg_sb_add(&g->body, " pad=");
-  for (int i = 0; i < v.rank; i++) fg_sb_add(&g->body, "%s%lld_%lld", i ? "x" : "", (long long)lo[i], (long long)hi[i]);
-  fg_sb_add(&g->body, " lhs_dilate=");
-  for (int i = 0; i < v.rank; i++) fg_sb_add(&g->body, "%s%lld", i ? "x" : "", (long long)bd[i]);
-  fg_sb_add(&g->body, " rhs_dilate=");
-  for (int i = 0; i < v.rank; i++) fg_sb_add(&g->body, "%s%lld", i ? "x" : "", (long long)wd[i]);
-  fg_sb_add(&g->body, "}, to_apply=c%d\n", c);
 }
 
 void fg_op_dot(fg *g) {
