@@ -23,7 +23,11 @@
    slices of a pool value into caches (fz_cache_updates): fusion into the update, sibling
    fusion of updates and the dus emitters, in place or not. In 1,000 graphs: 81 dus
    kernels, 78 outputs written in place, 51 fusions holding two or more updates (x is
-   mostly made >= 256 bytes: smaller, sibling fusion never merged two updates). */
+   mostly made >= 256 bytes: smaller, sibling fusion never merged two updates).
+
+   Windowed ops: 1 graph in 8 (a fourth stream) has a convolution (with a bias-relu
+   epilogue half the time), a max pool or a max pool's gradient on an NHWC parameter
+   (fz_window_op), whose result goes on into the pool. */
 #ifndef HLOJIT_FUSION_FUZZ_GEN_H
 #define HLOJIT_FUSION_FUZZ_GEN_H
 
@@ -36,6 +40,7 @@ typedef struct fz_gen {
   int nparams;
   int panel_at;             /* the panel dot comes once the pool holds np + panel_at values; -1: none */
   int cache_at;             /* the cache updates likewise (fz_cache_updates) */
+  int window_at;            /* the windowed op likewise (fz_window_op) */
   int nstarts;              /* s32 start constants made: tK */
   bool wide;                /* dims from {1,3,16,17,33,40} instead of {1,2,3,4,5,8} */
 } fz_gen;
@@ -413,6 +418,70 @@ static void fz_cache_updates(fz_gen *g) {
   }
 }
 
+/* A windowed op on an NHWC value, then its result reshaped into the pool (rank 3):
+     vX = f32[N,H,W,C] parameter(k), 1 in 2 then negate(vX) (a producer to fuse)
+     one of: a convolution with a kxk f32[k,k,C,O] kernel (k 1 to 3), stride 1 or 2, pads
+             (k-1)/2 and k/2, 1 in 2 then add(broadcast(bias [O])) and maximum(.., 0): the
+             im2col dot (conv-lower) with a bias-relu epilogue;
+             a max pool (reduce-window with fz_max, window 2 or 3, stride 1 or 2, pads 0_1);
+             max-pool's gradient (select-and-scatter, select fz_ge, scatter fz_sum, of a
+             source parameter of the pool's output shape): sas-lower's two kernels
+     vY = f32[N*Ho, Wo, O] reshape(..)
+   N in {1, 2}, H and W 3 to 9, C 1 to 4, O 1 to 5. */
+static void fz_window_op(fz_gen *g) {
+  fz_val vx = { .rank = 4, .dims = { 1 + fz_r(g, 2), 3 + fz_r(g, 7), 3 + fz_r(g, 7), 1 + fz_r(g, 4) } };
+  int x = fz_param(g, vx);
+  if (fz_r(g, 2)) {
+    int p = x;
+    x = fz_def(g, vx);
+    sb_printf(&g->sb, "negate(v%d)\n", p);
+  }
+  int kind = fz_r(g, 3), k = kind == 0 ? 1 + fz_r(g, 3) : 2 + fz_r(g, 2), st = 1 + fz_r(g, 2);
+  int lo = kind == 0 ? (k - 1) / 2 : 0, hi = kind == 0 ? k / 2 : 1;
+  int64_t ho = (vx.dims[1] + lo + hi - k) / st + 1, wo = (vx.dims[2] + lo + hi - k) / st + 1;
+  int64_t o = kind == 0 ? 1 + fz_r(g, 5) : vx.dims[3];
+  fz_val vy = { .rank = 4, .dims = { vx.dims[0], ho, wo, o } };
+  int y;
+  if (kind == 0) {
+    fz_val vw = { .rank = 4, .dims = { k, k, vx.dims[3], o } };
+    int w = fz_param(g, vw);
+    y = fz_def(g, vy);
+    sb_printf(&g->sb, "convolution(v%d, v%d), window={size=%dx%d stride=%dx%d pad=%d_%dx%d_%d}, "
+              "dim_labels=b01f_01io->b01f\n", x, w, k, k, st, st, lo, hi, lo, hi);
+    if (fz_r(g, 2)) {
+      fz_val vb = { .rank = 1, .dims = { o } }, sc = { .rank = 0 };
+      int b = fz_param(g, vb), bb = fz_def(g, vy);
+      sb_printf(&g->sb, "broadcast(v%d), dimensions={3}\n", b);
+      int a = fz_def(g, vy);
+      sb_printf(&g->sb, "add(v%d, v%d)\n", y, bb);
+      int z = fz_def(g, sc);
+      sb_printf(&g->sb, "constant(0)\n");
+      int zb = fz_def(g, vy);
+      sb_printf(&g->sb, "broadcast(v%d), dimensions={}\n", z);
+      y = fz_def(g, vy);
+      sb_printf(&g->sb, "maximum(v%d, v%d)\n", a, zb);
+    }
+  } else {
+    fz_val sc = { .rank = 0 };
+    int z = fz_def(g, sc);
+    sb_printf(&g->sb, "constant(%s)\n", kind == 1 ? "-inf" : "0");
+    if (kind == 1) {
+      y = fz_def(g, vy);
+      sb_printf(&g->sb, "reduce-window(v%d, v%d), window={size=1x%dx%dx1 stride=1x%dx%dx1 pad=0_0x%d_%dx%d_%dx0_0}, "
+                "to_apply=fz_max\n", x, z, k, k, st, st, lo, hi, lo, hi);
+    } else {
+      int src = fz_param(g, vy);
+      y = fz_def(g, vx);
+      sb_printf(&g->sb, "select-and-scatter(v%d, v%d, v%d), window={size=1x%dx%dx1 stride=1x%dx%dx1 "
+                "pad=0_0x%d_%dx%d_%dx0_0}, select=fz_ge, scatter=fz_sum\n", x, src, z, k, k, st, st, lo, hi, lo, hi);
+      vy = vx;
+    }
+  }
+  fz_val v3 = { .rank = 3, .dims = { vy.dims[0] * vy.dims[1], vy.dims[2], vy.dims[3] } };
+  fz_def(g, v3);
+  sb_printf(&g->sb, "reshape(v%d)\n", y);
+}
+
 /* A random module of seed |seed| (malloc'd text). */
 static char *fz_module(uint64_t seed) {
   fz_gen g = { .s = seed * 0x9e3779b97f4a7c15ull + 0x1234567 };
@@ -435,6 +504,10 @@ static char *fz_module(uint64_t seed) {
   uint64_t cs = seed * 0x94d049bb133111ebull + 0x2545f4914f6cdd1dull;
   for (int i = 0; i < 4; i++) cs ^= cs << 13, cs ^= cs >> 7, cs ^= cs << 17;
   g.cache_at = cs % 8 == 0 ? (int)((cs >> 8) % (uint64_t)nops) : -1;
+  /* 1 in 8 has a windowed op (convolution, max pool or its gradient), from a fourth */
+  uint64_t xs = seed * 0x2545f4914f6cdd1dull + 0xbf58476d1ce4e5b9ull;
+  for (int i = 0; i < 4; i++) xs ^= xs << 13, xs ^= xs >> 7, xs ^= xs << 17;
+  g.window_at = xs % 8 == 0 ? (int)((xs >> 8) % (uint64_t)nops) : -1;
   while ((int)arrlen(g.vals) < np + nops) {
     if (g.panel_at >= 0 && (int)arrlen(g.vals) >= np + g.panel_at) {
       fz_panel_dot(&g);
@@ -442,6 +515,9 @@ static char *fz_module(uint64_t seed) {
     } else if (g.cache_at >= 0 && (int)arrlen(g.vals) >= np + g.cache_at) {
       fz_cache_updates(&g);
       g.cache_at = -1;
+    } else if (g.window_at >= 0 && (int)arrlen(g.vals) >= np + g.window_at) {
+      fz_window_op(&g);
+      g.window_at = -1;
     } else {
       fz_op(&g, -1);
     }
@@ -450,7 +526,8 @@ static char *fz_module(uint64_t seed) {
   char *text = NULL;
   sb_printf(&text, "HloModule fuzz_%llu\n\nfz_sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
             "  ROOT c = f32[] add(a, b)\n}\n\nfz_max {\n  a = f32[] parameter(0)\n"
-            "  b = f32[] parameter(1)\n  ROOT c = f32[] maximum(a, b)\n}\n\nENTRY main {\n%s",
+            "  b = f32[] parameter(1)\n  ROOT c = f32[] maximum(a, b)\n}\n\nfz_ge {\n  a = f32[] parameter(0)\n"
+            "  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GE\n}\n\nENTRY main {\n%s",
             (unsigned long long)seed, g.sb);
   sb_printf(&text, "  ROOT out = (");
   for (int i = 0; i < nr && i < n; i++) {
@@ -496,7 +573,8 @@ static void fz_sinks_to_root(hlo_module *m) {
   arrfree(sinks);
 }
 
-/* The panel weights (the only rank-4 values) get few IEEE specials (fusion_testutil.h). */
+/* The rank-4 parameters (panel weights; the windowed ops' inputs, kernels and sources) get
+   few IEEE specials (fusion_testutil.h). */
 static bool fz_few_specials(const hlo_instr *param) { return param->shape.rank == 4; }
 
 #endif

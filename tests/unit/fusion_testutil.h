@@ -260,11 +260,12 @@ static inline hlo_instr *ftu_elem_scale(hlo_comp *e, const hlo_shape *like, doub
   return c;
 }
 
-/* Adds to |y| (a sum-reduce or a dot, in f64) v * the same op on |operands|' absolute
-   values: the bound of a reordered sum scaled by v. Returns the new value. */
+/* Adds to |y| (a sum-reduce, a dot or a convolution, in f64) v * the same op on
+   |operands|' absolute values: the bound of a reordered sum scaled by v. Returns the new
+   value. */
 static inline hlo_instr *ftu_perturb_sum(hlo_comp *e, hlo_instr *y, double v) {
   hlo_instr *ops[2] = { y->operands[0], y->operands[1] };
-  int nabs = y->op == HLO_OP_DOT ? 2 : 1;
+  int nabs = y->op == HLO_OP_DOT || y->op == HLO_OP_CONVOLUTION ? 2 : 1;
   for (int k = 0; k < nabs; k++)
     ops[k] = hlo_instr_new_before(e, NULL, HLO_OP_ABS, NULL, &y->operands[k]->shape, &ops[k], 1);
   char nm[64];
@@ -304,10 +305,14 @@ static inline hlo_module *ftu_probe_module(const hlo_module *m, int k) {
                             : ftu_bcast_const(e, NULL, &y->shape, 1.0 + sg * FTU_DELTA);
       neu = hlo_instr_new_before(e, NULL, HLO_OP_MULTIPLY, NULL, &y->shape, (hlo_instr *[]){ y, c }, 2);
     } else if ((y->op == HLO_OP_REDUCE && y->noperands == 2 && y->calls[0]->root->op == HLO_OP_ADD) ||
-               y->op == HLO_OP_DOT) {
+               y->op == HLO_OP_DOT || y->op == HLO_OP_CONVOLUTION) {
       int64_t nsum = 1;
       const hlo_ints *d = y->op == HLO_OP_DOT ? &y->dot.lhs_contract : &y->dims;
-      for (int j = 0; j < d->n; j++) nsum *= y->operands[0]->shape.dims[d->v[j]];
+      if (y->op == HLO_OP_CONVOLUTION)   /* kernel input features x window taps */
+        for (int j = 0; j < y->operands[1]->shape.rank; j++)
+          nsum *= j == y->conv.k_out ? 1 : y->operands[1]->shape.dims[j];
+      else
+        for (int j = 0; j < d->n; j++) nsum *= y->operands[0]->shape.dims[d->v[j]];
       neu = ftu_perturb_sum(e, y, sg * FTU_DELTA * sqrt((double)nsum));
     } else if (y->op == HLO_OP_REDUCE && y->noperands == 2 && (y->calls[0]->root->op == HLO_OP_MAXIMUM ||
                                                                 y->calls[0]->root->op == HLO_OP_MINIMUM)) {
