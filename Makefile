@@ -36,12 +36,12 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 HDRS    := hlojit.h $(wildcard hlojit_impl/*.h hlojit_impl/*/*.h backends/*/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity $(B)/examples/mlp_unity_nollvm
+EX_BIN  := $(B)/examples/mlp $(B)/examples/mlp_unity $(B)/examples/mlp_unity_nollvm $(B)/examples/cnn
 PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-.PHONY: all lib tools examples unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long fuzz-emu \
+.PHONY: all lib tools examples cnn unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long fuzz-emu \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -69,6 +69,16 @@ examples: $(EX_BIN)
 $(B)/examples/mlp: examples/mlp.c $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+# The CNN example (examples/cnn): `make cnn` makes the model with JAX (make_model.py, into
+# build/cnn_model), runs it and checks every layer against JAX's (cnn_check.py);
+# tests/py/test_cnn_example.py does the same in `make test`.
+$(B)/examples/cnn: examples/cnn/cnn.c $(B)/libhlojit.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
+
+cnn: $(B)/examples/cnn
+	$(PY) examples/cnn/cnn_check.py --bin $(B)/examples/cnn --dir $(B)/cnn
 
 # The single-header build: the whole library in one translation unit (HLOJIT_IMPLEMENTATION),
 # with the CPU backend (linked with LLVM) and without it (-DHLOJIT_NO_LLVM: the evaluator
