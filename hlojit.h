@@ -113,8 +113,10 @@
      pool of the context's threads. Emitters: loop, reduction (with softmax and layer-norm
      row normalisation), transpose, in-place dynamic-update-slice, and matmul (f32, and f32
      x bf16 with the weights widened as they are read; weights in its panel order read in
-     place: HJ_LINEAR_PANELS).
-   - On both compiled backends a fusion no emitter takes (sort, topk, scatter, reduce-window, dots
+     place: HJ_LINEAR_PANELS). Convolutions without groups (f32/bf16/f16) become a patch
+     matrix and one matmul (im2col), the others, pools and max-pool gradients run in
+     elemental kernels (loop fusions); the same on the GPU.
+   - On both compiled backends a fusion no emitter takes (sort, topk, scatter, dots
      other than f32 and f32 x bf16 -> f32) runs on the evaluator inside the compiled
      program; hj_exec_stats().evaluator_fallbacks counts them.
    - The evaluator (HJ_BACKEND_INTERP) runs every module hlojit can parse or build.
@@ -691,7 +693,7 @@ typedef struct hj_exec_stats {
                                  of a donated or dying buffer writes only its update (a
                                  decode step: 2 per layer, the k and v caches) */
   int evaluator_fallbacks;    /* fusions the evaluator runs: runtime_ops + unsupported */
-  int runtime_ops;            /* of which sort, scatter, reduce-window...: no emitter by design */
+  int runtime_ops;            /* of which sort, scatter, topk...: no emitter by design */
   int emit_errors;            /* of which an emitter failed with something else than
                                  HJ_ERR_UNSUPPORTED (a bug: the message is in the thunk dump) */
   int copies;                 /* copy thunks (outputs that are parameters, constants, twice) */

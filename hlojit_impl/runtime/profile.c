@@ -40,7 +40,14 @@ static int64_t prf_instr_flops(const hlo_instr *ins, int depth) {
     for (int i = 0; i < ins->noperands / 2; i++) n += prf_numel(&ins->operands[i]->shape);
     return n;
   }
-  case HLO_OP_REDUCE_WINDOW: {
+  case HLO_OP_CONVOLUTION: {   /* 2 x outputs x (kernel input features x taps) */
+    int64_t k = 1;
+    const hlo_shape *ks = &ins->operands[1]->shape;
+    for (int i = 0; i < ks->rank; i++)
+      if (i != ins->conv.k_out) k *= ks->dims[i];
+    return 2 * prf_numel(&ins->shape) * k;
+  }
+  case HLO_OP_SELECT_AND_SCATTER: case HLO_OP_REDUCE_WINDOW: {
     int64_t w = 1;
     for (int i = 0; i < ins->window.size.n; i++) w *= ins->window.size.v[i];
     return prf_numel(&ins->shape) * w;
