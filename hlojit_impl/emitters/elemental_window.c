@@ -13,8 +13,8 @@
    reduce-window: acc_k = init_k; for each tap in row-major order acc = to_apply(acc, x).
    convolution: acc = 0 in f32 (f16/bf16/f32 results; f64 for f64, the result's integer type,
      pred as or-of-ands); for each tap (row-major), for each input feature c of the output's
-     group: acc += lhs * rhs, lhs 0 for a tap in padding or a dilation hole (StableHLO's
-     zero padding: 0 * inf is NaN there too); converted to the result type once. The fast path for large
+     group: acc += lhs * rhs, lhs 0 for a tap in padding (0 * inf is NaN there too), a tap
+     in a dilation hole skipped (eval_window.c says why); converted to the result type once. The fast path for large
      convolutions is not here: passes/conv_lower.c rewrites them into im2col + dot first.
    select-and-scatter, at operand position x: out = init; for each window s that contains
      x, in row-major order of s (tap t of dim i gives s = (x + lo - t) / stride, so t runs
@@ -47,22 +47,32 @@ static bool elw_dims(const hlo_instr *ins, int n, const int64_t *in, elw_dim *w)
   return true;
 }
 
-/* Input index of tap |k| at output |o| (clamped into the dim) and whether it is valid. */
-static LLVMValueRef elw_pos(emit_fn *f, const elw_dim *w, LLVMValueRef o, LLVMValueRef k, LLVMValueRef *valid) {
+/* Input index of tap |k| at output |o| (clamped into the dim) and whether it is valid;
+   *hole (when not NULL): the tap is between two input elements (lhs dilation). */
+static LLVMValueRef elw_pos_h(emit_fn *f, const elw_dim *w, LLVMValueRef o, LLVMValueRef k, LLVMValueRef *valid,
+                              LLVMValueRef *hole) {
   LLVMBuilderRef b = f->em->b;
   LLVMValueRef p = LLVMBuildAdd(b, LLVMBuildMul(b, o, emit_i64(f, w->stride), ""),
                                 LLVMBuildMul(b, k, emit_i64(f, w->wdil), ""), "");
   p = LLVMBuildSub(b, p, emit_i64(f, w->lo), "");
   LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSGE, p, emit_i64(f, 0), "");
   LLVMValueRef q = LLVMBuildSelect(b, ok, p, emit_i64(f, 0), "");
+  if (hole) *hole = LLVMConstInt(f->em->t_i1, 0, 0);
   if (w->bdil != 1) {
     LLVMValueRef rem = LLVMBuildURem(b, q, emit_i64(f, w->bdil), "");
-    ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, rem, emit_i64(f, 0), ""), "");
+    LLVMValueRef mid = LLVMBuildICmp(b, LLVMIntNE, rem, emit_i64(f, 0), "");
     q = LLVMBuildUDiv(b, q, emit_i64(f, w->bdil), "");
+    /* a hole lies inside the input's dilated extent: q < dim - 1 after the division */
+    if (hole) *hole = LLVMBuildAnd(b, ok, LLVMBuildAnd(b, mid, LLVMBuildICmp(b, LLVMIntSLT, q, emit_i64(f, w->dim - 1), ""), ""), "");
+    ok = LLVMBuildAnd(b, ok, LLVMBuildNot(b, mid, ""), "");
   }
   LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, q, emit_i64(f, w->dim), "");
   *valid = LLVMBuildAnd(b, ok, in, "");
   return LLVMBuildSelect(b, in, q, emit_i64(f, w->dim - 1), "");
+}
+
+static LLVMValueRef elw_pos(emit_fn *f, const elw_dim *w, LLVMValueRef o, LLVMValueRef k, LLVMValueRef *valid) {
+  return elw_pos_h(f, w, o, k, valid, NULL);
 }
 
 /* ---- reduce-window ---------------------------------------------------------------------- */
@@ -147,11 +157,12 @@ static LLVMValueRef elw_convolution(emit_fn *f, const hlo_instr *ins, const emit
   if (hlo_shape_numel(ls) == 0 || hlo_shape_numel(ks) == 0) return emitp_convert(f, zero, at, os->type);
   LLVMBuildStore(b, zero, acc);
   emit_loop loops[HLO_MAX_RANK + 1];
-  LLVMValueRef valid = LLVMConstInt(f->em->t_i1, 1, 0), ok;
+  LLVMValueRef valid = LLVMConstInt(f->em->t_i1, 1, 0), hole = LLVMConstInt(f->em->t_i1, 0, 0), ok, h;
   for (int i = 0; i < ns; i++) {
     emit_loop_begin(f, &loops[i], emit_i64(f, 0), emit_i64(f, w[i].size), 1, "cw");
-    li.v[cd->in_spatial.v[i]] = elw_pos(f, &w[i], idx->v[cd->out_spatial.v[i]], loops[i].iv, &ok);
+    li.v[cd->in_spatial.v[i]] = elw_pos_h(f, &w[i], idx->v[cd->out_spatial.v[i]], loops[i].iv, &ok, &h);
     valid = LLVMBuildAnd(b, valid, ok, "");
+    hole = LLVMBuildOr(b, hole, h, "");
     ki.v[cd->k_spatial.v[i]] = w[i].rev ? LLVMBuildSub(b, emit_i64(f, w[i].size - 1), loops[i].iv, "") : loops[i].iv;
   }
   emit_loop_begin(f, &loops[ns], emit_i64(f, 0), emit_i64(f, Ci), 1, "ci");
@@ -159,12 +170,12 @@ static LLVMValueRef elw_convolution(emit_fn *f, const hlo_instr *ins, const emit
   ki.v[cd->k_in] = loops[ns].iv;
   LLVMValueRef x = emitp_convert(f, emit_elemental(f, L, &li), ls->type, at);
   LLVMValueRef y = emitp_convert(f, emit_elemental(f, K, &ki), ks->type, at);
-  x = LLVMBuildSelect(b, valid, x, zero, "");   /* padding and holes are zeros: 0 * w */
+  x = LLVMBuildSelect(b, valid, x, zero, "");   /* padding is zeros: 0 * w */
   LLVMValueRef a = LLVMBuildLoad2(b, aty, acc, ""), s;
   if (at == HLO_PRED) s = LLVMBuildOr(b, a, LLVMBuildAnd(b, x, y, ""), "");
   else if (hlo_type_is_float(at)) s = LLVMBuildFAdd(b, a, LLVMBuildFMul(b, x, y, ""), "");
   else s = LLVMBuildAdd(b, a, LLVMBuildMul(b, x, y, ""), "");
-  LLVMBuildStore(b, s, acc);
+  LLVMBuildStore(b, LLVMBuildSelect(b, hole, a, s, ""), acc);   /* holes are skipped */
   for (int i = ns; i >= 0; i--) emit_loop_end(f, &loops[i]);
   return emitp_convert(f, LLVMBuildLoad2(b, aty, acc, ""), at, os->type);
 }

@@ -6,10 +6,10 @@
    Window geometry, per windowed dim (XLA's, and StableHLO's spec): tap k of the window at
    output position o sits at p = o*stride - pad_lo + k*rhs_dilate in the input dilated by
    lhs_dilate (holes between elements) and padded; it reads input element p / lhs_dilate
-   when p is a multiple of lhs_dilate inside the input, and nothing otherwise (padding and
-   holes are zeros for a convolution (StableHLO's definition: the products 0 * w are taken,
-   so an infinite or NaN weight over padding gives NaN, as XLA:CPU gives for padding) and
-   no candidate for select-and-scatter).
+   when p is a multiple of lhs_dilate inside the input, and nothing otherwise: no candidate
+   for select-and-scatter; for a convolution, padding is zeros whose products 0 * w are
+   taken (an infinite or NaN weight over padding gives NaN) and holes are skipped, which is
+   what JAX gives on the CPU (XLA:CPU; measured with an inf weight: padding NaN, hole not).
 
    convolution (dim_labels name the roles): out[b, o, s...] = sum over taps k... and input
    features c < Ci of lhs[b', g*Ci + c, p(s, k)...] * rhs[k'..., c, o], where Ci is the
@@ -53,12 +53,13 @@ static hj_status evw_dims(hj_ctx_t *ctx, const hlo_instr *ins, int n, const int6
   return HJ_OK;
 }
 
-/* Input index of tap |k| at output position |o|; -1 in padding or a dilation hole. */
+/* Input index of tap |k| at output position |o|; -1 in padding, -2 in a dilation hole
+   (between two input elements). */
 static int64_t evw_pos(const evw_dim *w, int64_t o, int64_t k) {
   __int128 p = (__int128)o * w->stride - w->lo + (__int128)k * w->wdil;
-  if (p < 0 || p % w->bdil) return -1;
-  p /= w->bdil;
-  return p < w->in_dim ? (int64_t)p : -1;
+  if (p < 0 || p > (__int128)(w->in_dim - 1) * w->bdil) return -1;
+  if (p % w->bdil) return -2;
+  return (int64_t)(p / w->bdil);
 }
 
 /* ---- convolution ---------------------------------------------------------------------------- */
@@ -97,14 +98,16 @@ hj_status hlo_eval_convolution(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal 
     for (int i = 0; i < ns; i++) sdims[i] = w[i].size;
     for (int64_t ti = 0; ti < ntaps; ti++, hlo_evo_next(ns, sdims, tap)) {
       int64_t lo = lbase, ko = kbase;
-      bool in_range = true;
+      bool in_range = true, hole = false;
       for (int i = 0; i < ns; i++) {
         int64_t p = evw_pos(&w[i], o[cd->out_spatial.v[i]], tap[i]);
         in_range &= p >= 0;
+        hole |= p == -2;
         lo += p >= 0 ? p * lst[cd->in_spatial.v[i]] : 0;
         ko += (w[i].rev ? w[i].size - 1 - tap[i] : tap[i]) * kst[cd->k_spatial.v[i]];
       }
-      if (!in_range) {   /* a zero of the padded, dilated input: 0 * w (NaN for an infinite w) */
+      if (hole) continue;
+      if (!in_range) {   /* a zero of the padding: 0 * w (NaN for an infinite w) */
         for (int64_t c = 0; fl && c < Ci; c++) sf += 0.0 * hlo_load_f64(ks->type, ops[1]->data, ko + c * kst[cd->k_in]);
         continue;
       }
@@ -148,7 +151,7 @@ hj_status hlo_eval_select_and_scatter(hj_ctx_t *ctx, const hlo_instr *ins, hlo_l
       bool ok = true;
       for (int i = 0; i < n && ok; i++) {
         int64_t p = evw_pos(&w[i], s[i], tap[i]);
-        ok = p >= 0;
+        ok = p >= 0;   /* (no dilation here: no holes) */
         xi += p * xst[i];
       }
       if (!ok) continue;

@@ -3,6 +3,8 @@
    the elemental kernel's one-output-at-a-time loops (emitters/elemental_window.c), which
    stay for the forms this pass leaves alone.
 
+   Input-dilated convolutions (lhs_dilate: transposed convolutions, input gradients) are
+   first split into one ordinary convolution per output phase (cvl_phases, below).
    Rewritten: feature_group_count == batch_group_count == 1, f32/bf16/f16 operands and
    result (computed in f32: bf16 and f16 operands are converted first, the result converted
    once at the end, XLA:CPU's own practice), a window with at least 16 multiply-adds per
@@ -12,7 +14,7 @@
    The rewrite, with B the batch, C the input features, O the output features, T the
    window's taps and Q the output's spatial positions:
      x  = transpose(lhs) to [B, spatial..., C]        (skipped when already so)
-     xp = pad(x, 0) with pad_lo/pad_hi and lhs_dilate - 1 interior on the spatial dims
+     xp = pad(x, 0) with pad_lo/pad_hi on the spatial dims
      patches [B, Q, T, C] — built from whichever is fewer:
        T slices, one per tap t: slice(xp, start t*rhs_dilate, stride = window stride)
          = [B, out..., C], reshaped [B, out..., 1, C], concatenated on that axis; or
@@ -109,7 +111,10 @@ static int64_t cvl_plan(const hlo_instr *cv, int64_t *T, int64_t *Q) {
       !hlo_shape_layout_is_default(o))
     return 0;
   *T = 1, *Q = 1;
-  for (int i = 0; i < ns; i++) *T *= cv->window.size.v[i], *Q *= o->dims[cd->out_spatial.v[i]];
+  for (int i = 0; i < ns; i++) {
+    if (cvl_at(cv->window.base_dilation, i, 1) != 1) return 0;   /* cvl_phases first */
+    *T *= cv->window.size.v[i], *Q *= o->dims[cd->out_spatial.v[i]];
+  }
   if (*T * k->dims[cd->k_in] < CVL_MIN_TAPS) return 0;
   int64_t n = *T < *Q ? *T : *Q;
   return n <= CVL_MAX_SLICES ? n : 0;
@@ -235,25 +240,168 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
   return HJ_OK;
 }
 
+/* A convolution whose input is dilated (lhs_dilate d > 1: a transposed convolution, the
+   input gradient of a strided one) has its output positions o = q*d + r fall into d
+   phases; phase r reads only the kernel taps k = k0 + j*d with (r - pad_lo + k0) % d == 0,
+   at input q + (r - pad_lo + k0) / d + j: an ordinary convolution of the undilated input
+   with that slice of the kernel. The phases' outputs (pads with interior d - 1 and low r)
+   add up to the result; the holes the dilation made are never multiplied (none of the
+   d^2 x more work of convolving the zeros, and the hole semantics of eval_window.c). Only
+   for dims with stride 1 and no rhs dilation (what gradients make); the sub-convolutions go
+   on to the im2col rewrite. *subs gets them. */
+static hj_status cvl_phases(hlo_comp *c, hlo_instr *cv, hlo_instr ***subs) {
+  const hlo_conv_dims *cd = &cv->conv;
+  const hlo_window *w = &cv->window;
+  int ns = cd->in_spatial.n;
+  hlo_module *m = c->module;
+  cvl L = { c, cv, HJ_OK };
+  int64_t d[HLO_MAX_RANK], nph = 1;
+  for (int i = 0; i < ns; i++) d[i] = cvl_at(w->base_dilation, i, 1), nph *= d[i];
+  hlo_instr *k = cv->operands[1];
+  int64_t rev[HLO_MAX_RANK], nrev = 0;
+  for (int i = 0; i < ns; i++)
+    if (cvl_at(w->reversal, i, 0)) rev[nrev++] = cd->k_spatial.v[i];
+  if (nrev) {   /* reversal made explicit, so that kernel slices count taps forwards */
+    hlo_instr *kr = cvl_new(&L, HLO_OP_REVERSE, &k->shape, &k, 1);
+    if (kr) kr->dims = cvl_ints(&L, rev, (int)nrev);
+    k = kr;
+  }
+  hlo_shape zs = hlo_shape_scalar(cv->shape.type);
+  hlo_literal *zl = hlo_literal_new(m->ctx, &zs);
+  if (!zl) return HJ_ERR_OOM;
+  hlo_instr *z = hlo_constant_new_before(c, cv, zl);
+  hlo_literal_free(zl);
+  hlo_instr *acc = z ? cvl_new(&L, HLO_OP_BROADCAST, &cv->shape, &z, 1) : NULL;
+  if (!z) return HJ_ERR_OOM;
+  int64_t r[HLO_MAX_RANK] = { 0 };
+  for (int64_t ph = 0; ph < nph && !L.st; ph++) {
+    int64_t k0[HLO_MAX_RANK], kr[HLO_MAX_RANK], cr[HLO_MAX_RANK], q[HLO_MAX_RANK];
+    bool empty = false;
+    for (int i = 0; i < ns; i++) {
+      int64_t K = w->size.v[i], lo = cvl_at(w->pad_lo, i, 0), out = cv->shape.dims[cd->out_spatial.v[i]];
+      if (d[i] == 1) {   /* an undilated dim keeps its window */
+        k0[i] = 0, kr[i] = K, cr[i] = 0, q[i] = out;
+        continue;
+      }
+      k0[i] = ((lo - r[i]) % d[i] + d[i]) % d[i];
+      kr[i] = k0[i] < K ? (K - k0[i] + d[i] - 1) / d[i] : 0;
+      cr[i] = (r[i] - lo + k0[i]) / d[i];
+      q[i] = out > r[i] ? (out - r[i] + d[i] - 1) / d[i] : 0;
+      empty |= kr[i] == 0 || q[i] == 0;
+    }
+    if (!empty) {
+      /* the kernel's slice of this phase */
+      const hlo_shape *ks = &k->shape;
+      int64_t st[HLO_MAX_RANK], li[HLO_MAX_RANK], sd[HLO_MAX_RANK];
+      for (int j = 0; j < ks->rank; j++) st[j] = 0, li[j] = ks->dims[j], sd[j] = 1;
+      for (int i = 0; i < ns; i++) {
+        int64_t kd = cd->k_spatial.v[i];
+        st[kd] = k0[i], sd[kd] = d[i], li[kd] = k0[i] + (kr[i] - 1) * d[i] + 1;
+      }
+      hlo_instr *ksl = cvl_slice(&L, k, st, li, sd);
+      hlo_shape ss = cv->shape;
+      for (int i = 0; i < ns; i++) ss.dims[cd->out_spatial.v[i]] = q[i];
+      hlo_instr *ops[2] = { cv->operands[0], ksl };
+      hlo_instr *sub = ksl ? cvl_new(&L, HLO_OP_CONVOLUTION, &ss, ops, 2) : NULL;
+      if (sub) {
+        int64_t one[HLO_MAX_RANK], zero[HLO_MAX_RANK] = { 0 }, plo[HLO_MAX_RANK], phi[HLO_MAX_RANK],
+                sst[HLO_MAX_RANK], swd[HLO_MAX_RANK];
+        for (int i = 0; i < ns; i++) {
+          int64_t in = cv->operands[0]->shape.dims[cd->in_spatial.v[i]];
+          one[i] = 1, sst[i] = cvl_at(w->stride, i, 1), swd[i] = cvl_at(w->window_dilation, i, 1);
+          plo[i] = -cr[i], phi[i] = q[i] - 1 + kr[i] - in - plo[i];
+          if (d[i] == 1) plo[i] = cvl_at(w->pad_lo, i, 0), phi[i] = cvl_at(w->pad_hi, i, 0);
+        }
+        sub->conv = cv->conv;
+        if (!hlo_instr_dup_lists(m, sub)) L.st = HJ_ERR_OOM;
+        sub->window.size = cvl_ints(&L, kr, ns);
+        sub->window.stride = cvl_ints(&L, sst, ns);
+        sub->window.pad_lo = cvl_ints(&L, plo, ns);
+        sub->window.pad_hi = cvl_ints(&L, phi, ns);
+        sub->window.base_dilation = cvl_ints(&L, one, ns);
+        sub->window.window_dilation = cvl_ints(&L, swd, ns);
+        sub->window.reversal = cvl_ints(&L, zero, ns);
+        arrput(*subs, sub);
+        /* spread it over the result: position q*d + r */
+        int rank = cv->shape.rank;
+        int64_t plo2[HLO_MAX_RANK] = { 0 }, phi2[HLO_MAX_RANK] = { 0 }, pin[HLO_MAX_RANK] = { 0 };
+        for (int i = 0; i < ns; i++) {
+          int64_t od = cd->out_spatial.v[i], out = cv->shape.dims[od];
+          plo2[od] = r[i], pin[od] = d[i] - 1, phi2[od] = out - (r[i] + (q[i] - 1) * d[i] + 1);
+        }
+        hlo_instr *pops[2] = { sub, z };
+        hlo_instr *pd = cvl_new(&L, HLO_OP_PAD, &cv->shape, pops, 2);
+        if (pd) {
+          pd->pad_lo = cvl_ints(&L, plo2, rank);
+          pd->pad_hi = cvl_ints(&L, phi2, rank);
+          pd->pad_interior = cvl_ints(&L, pin, rank);
+        }
+        hlo_instr *aops[2] = { acc, pd };
+        acc = pd && acc ? cvl_new(&L, HLO_OP_ADD, &cv->shape, aops, 2) : NULL;
+      }
+    }
+    for (int i = ns - 1; i >= 0 && ++r[i] == d[i]; i--) r[i] = 0;
+  }
+  if (L.st || !acc) return L.st ? L.st : HJ_ERR_OOM;
+  hlo_replace_all_uses(c, cv, acc);
+  hlo_remove_instr(c, cv);
+  return HJ_OK;
+}
+
+/* lhs-dilated (base dilation > 1 somewhere), no groups of batches, float, default layout,
+   stride 1 and no rhs dilation where the input is dilated, at most 16 phases. */
+static bool cvl_phased(const hlo_instr *cv) {
+  const hlo_conv_dims *cd = &cv->conv;
+  const hlo_window *w = &cv->window;
+  int ns = cd->in_spatial.n;
+  bool any = false;
+  int64_t nph = 1;
+  if (cd->batch_groups != 1 || !cvl_float(cv->shape.type) || w->size.n != ns ||
+      !hlo_shape_layout_is_default(&cv->shape) || hlo_shape_numel(&cv->shape) == 0)
+    return false;
+  for (int i = 0; i < ns; i++) {
+    int64_t bd = cvl_at(w->base_dilation, i, 1);
+    if (bd == 1) continue;
+    any = true;
+    nph *= bd;
+    if (cvl_at(w->stride, i, 1) != 1 || cvl_at(w->window_dilation, i, 1) != 1 || nph > 16) return false;
+  }
+  return any;
+}
+
 hj_status hlo_pass_conv_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   if (changed) *changed = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
-    hlo_instr **convs = NULL;
+    hlo_instr **convs = NULL, **phased = NULL;
     int64_t T, Q;
-    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
-      if (c->instrs[i]->op == HLO_OP_CONVOLUTION && cvl_plan(c->instrs[i], &T, &Q)) arrput(convs, c->instrs[i]);
-    for (ptrdiff_t i = 0; i < arrlen(convs); i++) {
-      const char *nm = convs[i]->name;
-      hj_status st = cvl_rewrite(c, convs[i]);
-      if (st) {
-        arrfree(convs);
-        return hj__err(m->ctx, st, "pass conv-lower: %s rewriting '%s'",
-                       st == HJ_ERR_OOM ? "out of memory" : "a shape that does not fit", nm);
-      }
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++) {
+      hlo_instr *x = c->instrs[i];
+      if (x->op != HLO_OP_CONVOLUTION) continue;
+      if (cvl_phased(x)) arrput(phased, x);
+      else if (cvl_plan(x, &T, &Q)) arrput(convs, x);
+    }
+    hj_status st = HJ_OK;
+    const char *nm = NULL;
+    for (ptrdiff_t i = 0; i < arrlen(phased) && !st; i++) {
+      nm = phased[i]->name;
+      hlo_instr **subs = NULL;
+      st = cvl_phases(c, phased[i], &subs);
+      for (ptrdiff_t j = 0; j < arrlen(subs); j++)
+        if (cvl_plan(subs[j], &T, &Q)) arrput(convs, subs[j]);
+      arrfree(subs);
+      if (changed) *changed = true;
+    }
+    for (ptrdiff_t i = 0; i < arrlen(convs) && !st; i++) {
+      nm = convs[i]->name;
+      st = cvl_rewrite(c, convs[i]);
       if (changed) *changed = true;
     }
     arrfree(convs);
+    arrfree(phased);
+    if (st)
+      return hj__err(m->ctx, st, "pass conv-lower: %s rewriting '%s'",
+                     st == HJ_ERR_OOM ? "out of memory" : "a shape that does not fit", nm);
   }
   return HJ_OK;
 }
