@@ -25,6 +25,9 @@
      w  = transpose(reverse(rhs)) to [window..., C, O] -> reshape [T*C, O]
      y  = dot(reshape(patches) [B*Q, T*C], w) -> [B*Q, O] -> reshape [B, out..., O] ->
           transpose to the output's dim order.
+   With fewer than 8 input features (an RGB stem) the same is built channel-major, x as
+   [C, B, spatial...], the patches transposed, [T*C, B*Q], and the dot w^T [O, T*C] x
+   patches, transposed back: rows of the output width instead of rows of C floats.
    The patch matrix is a concatenate fusion (loop.c writes one row loop per slice), read
    once by the matmul's packing: memory T times the input's, the cost of going through the
    packed matmul. Taps sum in (tap, feature) order, as the evaluator's loops do. */
@@ -32,6 +35,7 @@
 
 #define CVL_MAX_SLICES 64
 #define CVL_MIN_TAPS 16
+#define CVL_CMAJOR_C 8   /* below this many input features: channel-major patches */
 
 typedef struct cvl {
   hlo_comp *c;
@@ -131,16 +135,19 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
   int64_t B = lhs->shape.dims[cd->in_batch], C = lhs->shape.dims[cd->in_feature],
           O = rhs->shape.dims[cd->k_out], out[HLO_MAX_RANK], perm[HLO_MAX_RANK];
   for (int i = 0; i < ns; i++) out[i] = cv->shape.dims[cd->out_spatial.v[i]];
-  /* x = [B, spatial..., C] in f32, padded and dilated */
-  perm[0] = cd->in_batch, perm[r - 1] = cd->in_feature;
-  for (int i = 0; i < ns; i++) perm[1 + i] = cd->in_spatial.v[i];
+  /* x = [B, spatial..., C] in f32 and padded; channel-major [C, B, spatial...] when C is
+     small and the patches go by tap: rows of C floats would be short, rows of the output
+     width are not (a 7x7 stem on RGB: 3 vs 112) */
+  bool cm = T <= Q && C < CVL_CMAJOR_C;
+  int pb = cm ? 1 : 0, pc = cm ? 0 : r - 1, ps0 = cm ? 2 : 1;
+  perm[pb] = cd->in_batch, perm[pc] = cd->in_feature;
+  for (int i = 0; i < ns; i++) perm[ps0 + i] = cd->in_spatial.v[i];
   hlo_instr *x = cvl_transpose(&L, cvl_convert(&L, lhs, HLO_F32), perm);
   int64_t lo[HLO_MAX_RANK] = { 0 }, hi[HLO_MAX_RANK] = { 0 }, in[HLO_MAX_RANK] = { 0 };
   bool pad = false;
   for (int i = 0; i < ns; i++) {
-    lo[1 + i] = cvl_at(w->pad_lo, i, 0), hi[1 + i] = cvl_at(w->pad_hi, i, 0);
-    in[1 + i] = cvl_at(w->base_dilation, i, 1) - 1;
-    pad |= lo[1 + i] || hi[1 + i] || in[1 + i];
+    lo[ps0 + i] = cvl_at(w->pad_lo, i, 0), hi[ps0 + i] = cvl_at(w->pad_hi, i, 0);
+    pad |= lo[ps0 + i] || hi[ps0 + i];
   }
   if (pad && x) {
     hlo_shape zs = hlo_shape_scalar(HLO_F32);
@@ -168,15 +175,19 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
   hlo_instr **parts = NULL;
   for (int64_t j = 0; j < n && !L.st; j++) {
     int64_t start[HLO_MAX_RANK] = { 0 }, limit[HLO_MAX_RANK], stride[HLO_MAX_RANK], pd[HLO_MAX_RANK + 1];
-    limit[0] = B, limit[r - 1] = C, stride[0] = stride[r - 1] = 1;
+    limit[pb] = B, limit[pc] = C, stride[pb] = stride[pc] = 1;
     for (int i = 0; i < ns; i++) {
-      int64_t st = cvl_at(w->stride, i, 1), wd = cvl_at(w->window_dilation, i, 1);
-      start[1 + i] = by_tap ? pos[i] * wd : pos[i] * st;
-      stride[1 + i] = by_tap ? st : wd;
-      limit[1 + i] = start[1 + i] + ((by_tap ? out[i] : w->size.v[i]) - 1) * stride[1 + i] + 1;
+      int64_t st = cvl_at(w->stride, i, 1), wd = cvl_at(w->window_dilation, i, 1), a = ps0 + i;
+      start[a] = by_tap ? pos[i] * wd : pos[i] * st;
+      stride[a] = by_tap ? st : wd;
+      limit[a] = start[a] + ((by_tap ? out[i] : w->size.v[i]) - 1) * stride[a] + 1;
     }
     hlo_instr *s = cvl_slice(&L, x, start, limit, stride);
-    if (by_tap) {   /* [B, out..., 1, C] */
+    if (cm) {       /* [1, C, B, out...] */
+      pd[0] = 1, pd[1] = C, pd[2] = B;
+      for (int i = 0; i < ns; i++) pd[3 + i] = out[i];
+      s = cvl_reshape(&L, s, r + 1, pd);
+    } else if (by_tap) {   /* [B, out..., 1, C] */
       pd[0] = B, pd[ns + 1] = 1, pd[ns + 2] = C;
       for (int i = 0; i < ns; i++) pd[1 + i] = out[i];
       s = cvl_reshape(&L, s, r + 1, pd);
@@ -190,7 +201,7 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
   hlo_instr *pm = parts ? parts[0] : NULL;
   if (n > 1 && !L.st) {
     hlo_shape cs = parts[0]->shape;
-    int axis = by_tap ? ns + 1 : 1;
+    int axis = cm ? 0 : by_tap ? ns + 1 : 1;
     cs.dims[axis] = n;
     pm = cvl_new(&L, HLO_OP_CONCATENATE, &cs, parts, (int)n);
     if (pm) {
@@ -199,8 +210,8 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
     }
   }
   arrfree(parts);
-  int64_t m2[2] = { B * Q, T * C };
-  pm = cvl_reshape(&L, pm, 2, m2);
+  int64_t m2[2] = { B * Q, T * C }, m2t[2] = { T * C, B * Q };
+  pm = cvl_reshape(&L, pm, 2, cm ? m2t : m2);
   /* the kernel [T*C, O] */
   hlo_instr *k = cvl_convert(&L, rhs, HLO_F32);
   int64_t rev[HLO_MAX_RANK], nrev = 0;
@@ -211,28 +222,29 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
     if (kr) kr->dims = cvl_ints(&L, rev, (int)nrev);
     k = kr;
   }
-  for (int i = 0; i < ns; i++) perm[i] = cd->k_spatial.v[i];
-  perm[ns] = cd->k_in, perm[ns + 1] = cd->k_out;
-  int64_t k2[2] = { T * C, O };
-  k = cvl_reshape(&L, cvl_transpose(&L, k, perm), 2, k2);
+  int k0 = cm ? 1 : 0;   /* [spatial..., C, O] or, channel-major, [O, spatial..., C] */
+  for (int i = 0; i < ns; i++) perm[k0 + i] = cd->k_spatial.v[i];
+  perm[k0 + ns] = cd->k_in, perm[cm ? 0 : ns + 1] = cd->k_out;
+  int64_t k2[2] = { T * C, O }, k2t[2] = { O, T * C };
+  k = cvl_reshape(&L, cvl_transpose(&L, k, perm), 2, cm ? k2t : k2);
   /* the dot and the way back */
   hlo_instr *y = NULL;
   if (pm && k) {
-    int64_t yd[2] = { B * Q, O }, one = 1, zero = 0;
-    hlo_shape ys = hlo_shape_array(HLO_F32, 2, yd);
-    hlo_instr *ops[2] = { pm, k };
+    int64_t yd[2] = { B * Q, O }, ydt[2] = { O, B * Q }, one = 1, zero = 0;
+    hlo_shape ys = hlo_shape_array(HLO_F32, 2, cm ? ydt : yd);
+    hlo_instr *ops[2] = { cm ? k : pm, cm ? pm : k };
     y = cvl_new(&L, HLO_OP_DOT, &ys, ops, 2);
     if (y) {
       y->dot.lhs_contract = cvl_ints(&L, &one, 1);
       y->dot.rhs_contract = cvl_ints(&L, &zero, 1);
     }
   }
-  int64_t od[HLO_MAX_RANK];
-  od[0] = B, od[r - 1] = O;
-  for (int i = 0; i < ns; i++) od[1 + i] = out[i];
+  int64_t od[HLO_MAX_RANK];   /* [B, out..., O] or, channel-major, [O, B, out...] */
+  od[pb] = B, od[pc] = O;
+  for (int i = 0; i < ns; i++) od[ps0 + i] = out[i];
   y = cvl_convert(&L, cvl_reshape(&L, y, r, od), cv->shape.type);
-  perm[cd->out_batch] = 0, perm[cd->out_feature] = r - 1;
-  for (int i = 0; i < ns; i++) perm[cd->out_spatial.v[i]] = 1 + i;
+  perm[cd->out_batch] = pb, perm[cd->out_feature] = pc;
+  for (int i = 0; i < ns; i++) perm[cd->out_spatial.v[i]] = ps0 + i;
   y = cvl_transpose(&L, y, perm);
   if (!y) return L.st ? L.st : HJ_ERR_OOM;
   hlo_replace_all_uses(c, cv, y);
