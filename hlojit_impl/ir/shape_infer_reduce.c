@@ -87,6 +87,28 @@ static hj_status sir_window(hlo_si_cx *c, int n, const int64_t *in, int64_t *out
   return HJ_OK;
 }
 
+/* The result type of a dot or convolution of |l| and |k|: floats of different widths may
+   meet (XLA's mixed precision: f32 x bf16), the wider wins; the declared type, when the
+   instruction has one, is XLA's preferred_element_type (integers may not narrow). */
+static hj_status sir_dot_type(hlo_si_cx *c, const hlo_shape *l, const hlo_shape *k, const char *ln,
+                              const char *kn, hlo_type *t) {
+  hlo_type ot = l->type;
+  if (l->type != k->type) {
+    if (!hlo_type_is_float(l->type) || !hlo_type_is_float(k->type) || hlo_type_size(l->type) == hlo_type_size(k->type))
+      return hlo_si_err(c, "element types differ (%s %s, %s %s)", ln, hlo_si_str(c, 0, l), kn, hlo_si_str(c, 1, k));
+    if (hlo_type_size(k->type) > hlo_type_size(l->type)) ot = k->type;
+  }
+  const hlo_shape *d = &c->ins->shape;
+  if (hlo_shape_is_array(d) && !hlo_si_unset(d) && d->type != ot) {
+    if (!hlo_type_is_float(l->type) && hlo_type_size(d->type) < hlo_type_size(l->type))
+      return hlo_si_err(c, "result type %s is narrower than the operands' %s", hlo_type_name(d->type),
+                        hlo_type_name(l->type));
+    ot = d->type;
+  }
+  *t = ot;
+  return HJ_OK;
+}
+
 static hj_status sir_reduce_window(hlo_si_cx *c, hlo_shape *out) {
   int n;
   hlo_type types[32];
@@ -182,23 +204,12 @@ static hj_status sir_convolution(hlo_si_cx *c, hlo_shape *out) {
                         hlo_si_str(c, 0, k));
   }
   if ((st = sir_window(c, ns, in, sp, "lhs rhs rev"))) return st;
-  hlo_type ot = l->type;
-  if (l->type != k->type) {
-    if (!hlo_type_is_float(l->type) || !hlo_type_is_float(k->type) || hlo_type_size(l->type) == hlo_type_size(k->type))
-      return hlo_si_err(c, "element types differ (input %s, kernel %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, k));
-    if (hlo_type_size(k->type) > hlo_type_size(l->type)) ot = k->type;
-  }
+  hlo_type ot;
+  if ((st = sir_dot_type(c, l, k, "input", "kernel", &ot))) return st;
   hlo_shape r = { .type = ot, .rank = rank };
   r.dims[cd->out_batch] = B / BG;
   r.dims[cd->out_feature] = O;
   for (int i = 0; i < ns; i++) r.dims[cd->out_spatial.v[i]] = sp[i];
-  const hlo_shape *d = &c->ins->shape;
-  if (hlo_shape_is_array(d) && !hlo_si_unset(d) && d->type != ot) {
-    if (!hlo_type_is_float(l->type) && hlo_type_size(d->type) < hlo_type_size(l->type))
-      return hlo_si_err(c, "result type %s is narrower than the operands' %s", hlo_type_name(d->type),
-                        hlo_type_name(l->type));
-    r.type = d->type;
-  }
   hlo_shape_set_default_layout(&r);
   *out = r;
   return HJ_OK;
@@ -229,15 +240,8 @@ static hj_status sir_dot(hlo_si_cx *c, hlo_shape *out) {
     if (l->dims[lb.v[i]] != rr->dims[rb.v[i]])
       return hlo_si_err(c, "batch dim sizes %lld vs %lld (lhs %s, rhs %s)", (long long)l->dims[lb.v[i]],
                         (long long)rr->dims[rb.v[i]], hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-  /* Floats of different widths may meet (XLA's mixed-precision dot: f32 x bf16); the
-     result is then the wider type unless the instruction declares another. */
-  hlo_type ot = l->type;
-  if (l->type != rr->type) {
-    if (!hlo_type_is_float(l->type) || !hlo_type_is_float(rr->type) ||
-        hlo_type_size(l->type) == hlo_type_size(rr->type))
-      return hlo_si_err(c, "element types differ (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
-    if (hlo_type_size(rr->type) > hlo_type_size(l->type)) ot = rr->type;
-  }
+  hlo_type ot;
+  if ((st = sir_dot_type(c, l, rr, "lhs", "rhs", &ot))) return st;
   if (l->rank + rr->rank - lc.n - rc.n - rb.n > HLO_MAX_RANK)
     return hlo_si_err(c, "result rank too large (lhs %s, rhs %s)", hlo_si_str(c, 0, l), hlo_si_str(c, 1, rr));
   hlo_shape r = { .type = ot };
@@ -246,14 +250,6 @@ static hj_status sir_dot(hlo_si_cx *c, hlo_shape *out) {
     if (!hlo_ints_has(lb, i) && !hlo_ints_has(lc, i)) { r.dynamic[r.rank] = l->dynamic[i]; r.dims[r.rank++] = l->dims[i]; }
   for (int i = 0; i < rr->rank; i++)
     if (!hlo_ints_has(rb, i) && !hlo_ints_has(rc, i)) { r.dynamic[r.rank] = rr->dynamic[i]; r.dims[r.rank++] = rr->dims[i]; }
-  /* The declared type is XLA's preferred_element_type; integers may not narrow. */
-  const hlo_shape *d = &c->ins->shape;
-  if (hlo_shape_is_array(d) && !hlo_si_unset(d) && d->type != ot) {
-    if (!hlo_type_is_float(l->type) && hlo_type_size(d->type) < hlo_type_size(l->type))
-      return hlo_si_err(c, "result type %s is narrower than the operands' %s", hlo_type_name(d->type),
-                        hlo_type_name(l->type));
-    r.type = d->type;
-  }
   hlo_shape_set_default_layout(&r);
   *out = r;
   return HJ_OK;
