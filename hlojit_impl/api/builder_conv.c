@@ -25,18 +25,26 @@ static void bcv_layout(hj_conv_layout_t l, int r, int64_t *in_spatial, int64_t *
 
 static int64_t bcv_at(const int64_t *v, int i, int64_t dflt) { return v ? v[i] : dflt; }
 
-/* lo/hi of |mode| for one dim: input |in|, dilated window |k|, stride |s|. */
-static void bcv_pads(hj_pad_mode_t mode, int64_t in, int64_t k, int64_t s, const int64_t *plo,
+/* lo/hi of |mode| for one dim: input |in|, dilated window |k|, stride |s|; false when the
+   arithmetic overflows (absurd strides or windows). */
+static bool bcv_pads(hj_pad_mode_t mode, int64_t in, int64_t k, int64_t s, const int64_t *plo,
                      const int64_t *phi, int i, int64_t *lo, int64_t *hi) {
-  if (mode == HJ_PAD_SAME) {
-    int64_t out = (in + s - 1) / s, total = (out - 1) * s + k - in;
+  *lo = *hi = 0;
+  if (mode == HJ_PAD_EXPLICIT) {
+    *lo = bcv_at(plo, i, 0), *hi = bcv_at(phi, i, 0);
+  } else if (mode == HJ_PAD_SAME) {
+    int64_t out = in / s + (in % s != 0), total;
+    if (out < 1) return true;
+    if (!hlo_mul_ok(out - 1, s, &total) || !hlo_add_ok(total, k - in, &total)) return false;
     if (total < 0) total = 0;
     *lo = total / 2, *hi = total - total / 2;
-  } else if (mode == HJ_PAD_EXPLICIT) {
-    *lo = bcv_at(plo, i, 0), *hi = bcv_at(phi, i, 0);
-  } else {
-    *lo = *hi = 0;
   }
+  return true;
+}
+
+/* (n - 1) * d + 1 for n >= 1, checked. */
+static bool bcv_dilated(int64_t n, int64_t d, int64_t *out) {
+  return n >= 1 && hlo_mul_ok(n - 1, d, out) && hlo_add_ok(*out, 1, out);
 }
 
 static hj_tensor_t bcv_general(const char *op, hj_tensor_t x, hj_tensor_t w, const hj_conv_general_t *p) {
@@ -122,17 +130,24 @@ static bool bcv_params(hj_graph_t *g, const char *op, hj_tensor_t x, hj_tensor_t
                      (long long)s, (long long)d, i);
       return false;
     }
-    int64_t k = (ws.dims[p->k_spatial[i]] - 1) * d + 1, in = xs.dims[p->in_spatial[i]];
+    int64_t k, in = xs.dims[p->in_spatial[i]], total = 0;
+    bool ok = bcv_dilated(ws.dims[p->k_spatial[i]], d, &k);
     p->rhs_dilation[i] = d;
-    if (!transpose) {
+    if (ok && !transpose) {
       p->stride[i] = s;
-      bcv_pads(o->padding, in, k, s, o->pad_lo, o->pad_hi, i, &p->pad_lo[i], &p->pad_hi[i]);
-    } else {
+      ok = bcv_pads(o->padding, in, k, s, o->pad_lo, o->pad_hi, i, &p->pad_lo[i], &p->pad_hi[i]);
+    } else if (ok) {
       p->lhs_dilation[i] = s;
-      int64_t total = k + s - 2 + (o->padding == HJ_PAD_VALID && k > s ? k - s : 0);
-      int64_t lo = o->padding == HJ_PAD_SAME && s <= k - 1 ? (total + 1) / 2 : k - 1;
-      if (o->padding == HJ_PAD_EXPLICIT) lo = bcv_at(o->pad_lo, i, 0), total = lo + bcv_at(o->pad_hi, i, 0);
+      ok = hlo_add_ok(k, s, &total) && hlo_add_ok(total, o->padding == HJ_PAD_VALID && k > s ? k - s - 2 : -2, &total);
+      int64_t lo = o->padding == HJ_PAD_SAME && s <= k - 1 ? total / 2 + total % 2 : k - 1;
+      if (o->padding == HJ_PAD_EXPLICIT) ok = hlo_add_ok(lo = bcv_at(o->pad_lo, i, 0), bcv_at(o->pad_hi, i, 0), &total);
       p->pad_lo[i] = lo, p->pad_hi[i] = total - lo;
+    }
+    if (!ok) {
+      hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: the window of spatial dim %d (kernel %lld, stride %lld, dilation "
+                     "%lld, input %lld) overflows", op, i, (long long)ws.dims[p->k_spatial[i]], (long long)s,
+                     (long long)d, (long long)in);
+      return false;
     }
   }
   return true;
@@ -143,9 +158,9 @@ static hj_tensor_t bcv_conv(const char *op, hj_tensor_t x, hj_tensor_t w, const 
   memset(&dflt, 0, sizeof dflt);
   const hj_conv_opts_t *o = opts ? opts : &dflt;
   hj_graph_t *g;
-  hlo_instr *a[2];
-  hj_tensor_t xw[2] = { x, w };
-  if (!hj__operands(op, xw, 2, &g, a)) return bcv_poison(g);
+  hlo_instr *a[3];
+  hj_tensor_t xwb[3] = { x, w, o->bias };
+  if (!hj__operands(op, xwb, bcv_has(o->bias) ? 3 : 2, &g, a)) return bcv_poison(g);
   hj_conv_general_t p;
   if (!bcv_params(g, op, x, w, o, transpose, &p)) return bcv_poison(g);
   hj_tensor_t y = bcv_general(op, x, w, &p);
@@ -191,7 +206,9 @@ static hj_tensor_t bcv_pool(const char *op, hj_tensor_t x, const hj_pool_opts_t 
       return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: window %lld and stride %lld of spatial dim %d must be >= 1",
                             op, (long long)k, (long long)s, i);
     win[d] = k, st[d] = s;
-    bcv_pads(o->padding, xs.dims[d], k, s, o->pad_lo, o->pad_hi, i, &lo[d], &hi[d]);
+    if (!bcv_pads(o->padding, xs.dims[d], k, s, o->pad_lo, o->pad_hi, i, &lo[d], &hi[d]))
+      return hj__graph_fail(g, HJ_ERR_INVALID_ARG, "%s: the window %lld / stride %lld of spatial dim %d overflows",
+                            op, (long long)k, (long long)s, i);
   }
   hj_dtype_t t = hj_tensor_dtype(x);
   if (!avg) return hj_reduce_window(x, HJ_RED_MAX, win, st, lo, hi);

@@ -8,7 +8,9 @@
      p = o*stride - lo + k*wdil,  valid when p >= 0, p % bdil == 0 and p / bdil < dim;
    a tap that is not valid is skipped (a convolution multiplies a zero there instead): the
    load happens at a clamped index and a select keeps the accumulator (no branches, so the loop bodies stay straight-line code that
-   LLVM unrolls and vectorises across the loop emitter's output elements).
+   LLVM unrolls and vectorises across the loop emitter's output elements). A window of more
+   than 2^24 taps (ELW_MAX_TAPS: only padding can make one valid) is HJ_ERR_UNSUPPORTED: the
+   evaluator, which visits only the valid taps, runs it.
 
    reduce-window: acc_k = init_k; for each tap in row-major order acc = to_apply(acc, x).
    convolution: acc = 0 in f32 (f16/bf16/f32 results; f64 for f64, the result's integer type,
@@ -33,6 +35,21 @@ static LLVMValueRef elw_fail(emit_fn *f, const hlo_instr *ins, const char *why) 
 static int64_t elw_at(hlo_ints v, int i, int64_t dflt) { return i < v.n ? v.v[i] : dflt; }
 
 typedef struct { int64_t size, stride, lo, bdil, wdil, dim; bool rev; } elw_dim;
+
+/* A kernel loops over every tap of a window: a window of more than this many taps (only
+   over padding, or absurd) is left to the evaluator, which visits only the valid ones. */
+#define ELW_MAX_TAPS ((int64_t)1 << 24)
+
+static bool elw_too_many_taps(emit_fn *f, const hlo_instr *ins) {
+  int64_t taps = 1;
+  for (int i = 0; i < ins->window.size.n; i++)
+    if (!hlo_mul_ok(taps, ins->window.size.v[i] > 0 ? ins->window.size.v[i] : 1, &taps) || taps > ELW_MAX_TAPS) {
+      emit_fail(f, HJ_ERR_UNSUPPORTED, "op '%s' (%s): a window of more than %lld taps runs on the evaluator",
+                hlo_opcode_name(ins->op), ins->name, (long long)ELW_MAX_TAPS);
+      return true;
+    }
+  return false;
+}
 
 static bool elw_dims(const hlo_instr *ins, int n, const int64_t *in, elw_dim *w) {
   const hlo_window *hw = &ins->window;
@@ -79,6 +96,7 @@ static LLVMValueRef elw_pos(emit_fn *f, const elw_dim *w, LLVMValueRef o, LLVMVa
 
 LLVMValueRef emitp_reduce_window(emit_fn *f, const hlo_instr *ins, int sub, const emit_index *idx) {
   int n = ins->noperands / 2;
+  if (elw_too_many_taps(f, ins)) return emitp_undef(f, &ins->shape);
   if (n < 1 || n > 16 || ins->noperands != 2 * n || ins->ncalls < 1 || !ins->calls[0] || sub >= n)
     return elw_fail(f, ins, "needs inputs, as many inits, and a computation (at most 16 inputs)");
   if (n > 1) {
@@ -245,6 +263,9 @@ static LLVMValueRef elw_select_and_scatter(emit_fn *f, const hlo_instr *ins, con
 }
 
 LLVMValueRef emitp_window_op(emit_fn *f, const hlo_instr *ins, const emit_index *idx) {
+  if (ins->op != HLO_OP_REDUCE_WINDOW && ins->op != HLO_OP_CONVOLUTION && ins->op != HLO_OP_SELECT_AND_SCATTER)
+    return NULL;
+  if (elw_too_many_taps(f, ins)) return emitp_undef(f, &ins->shape);
   for (int k = 0; k < ins->noperands; k++)
     if (!hlo_shape_is_array(&ins->operands[k]->shape)) return elw_fail(f, ins, "operands must be arrays");
   switch (ins->op) {

@@ -121,10 +121,36 @@ static hj_tensor_t o_reduce_window(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) 
   return hj_reduce_window(a, HJ_RED_MAX, (int64_t[]){ 2, 2 }, (int64_t[]){ 1, 2 }, NULL, (int64_t[]){ 1, 0 });
 }
 static hj_tensor_t o_cumulative(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_cumulative(a, HJ_RED_SUM, 1, true); }
+/* the convolution API on 4x4 operands reshaped to NHWC images and HWIO kernels */
+static hj_tensor_t th_img(hj_tensor_t a) { return hj_reshape(a, HJ_SHAPE(1, 4, 4, 1)); }
+static hj_tensor_t th_ker(hj_tensor_t b) { return hj_reshape(b, HJ_SHAPE(2, 2, 1, 4)); }
+static hj_tensor_t o_conv(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_conv_opts_t o = { .padding = HJ_PAD_SAME, .stride = (int64_t[]){ 2, 1 }, .bias = c };
+  return hj_conv(th_img(a), th_ker(b), &o);
+}
+static hj_tensor_t o_conv_transpose(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_conv_opts_t o = { .padding = HJ_PAD_VALID, .stride = (int64_t[]){ 2, 2 } };
+  return hj_conv_transpose(th_img(a), th_ker(b), &o);
+}
+static hj_tensor_t o_conv_general(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_conv_general_t p = { .n_spatial = 2, .in_feature = 3, .in_spatial = { 1, 2 }, .k_in = 2, .k_out = 3,
+                          .k_spatial = { 0, 1 }, .out_feature = 3, .out_spatial = { 1, 2 }, .pad_lo = { 1, 0 },
+                          .lhs_dilation = { 2, 1 }, .reversal = { true, false } };
+  return hj_conv_general(th_img(a), th_ker(b), &p);
+}
+static hj_tensor_t o_max_pool(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_pool_opts_t o = { .window = (int64_t[]){ 2, 3 }, .padding = HJ_PAD_SAME };
+  return hj_max_pool(th_img(a), &o);
+}
+static hj_tensor_t o_avg_pool(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  hj_pool_opts_t o = { .layout = HJ_NCHW, .window = (int64_t[]){ 3, 3 }, .stride = (int64_t[]){ 1, 1 },
+                       .padding = HJ_PAD_SAME, .exclude_pad = true };
+  return hj_avg_pool(hj_reshape(a, HJ_SHAPE(1, 1, 4, 4)), &o);
+}
 
 /* kinds of the operand slots: F f32[4,4], f f32[4] (gamma, beta), I s32[4,4], S s32[]
    (indices and starts), J s32[2,1] (gather/scatter indices), U f32[2,4] (updates),
-   P pred[4,4], W f32[2,2] (an update slice) */
+   P pred[4,4], W f32[2,2] (an update slice), c f32[4] (a convolution's bias) */
 typedef struct { const char *name; th_fn fn; const char *kinds; } th_op;
 #define OP(n, k) { "hj_" #n, o_##n, k }
 static const th_op th_ops[] = {
@@ -143,7 +169,8 @@ static const th_op th_ops[] = {
   OP(reduce, "F"), OP(sort, "F"), OP(dot_general, "FF"), OP(get_tuple_element, "FF"),
   OP(softmax, "F"), OP(log_softmax, "F"), OP(layer_norm, "Fff"), OP(mean, "F"), OP(var, "F"),
   OP(argmax, "F"), OP(split, "F"), OP(unpack, "FF"), OP(linear, "FFf"), OP(dim_size, "F"),
-  OP(reduce_window, "F"), OP(cumulative, "F"),
+  OP(reduce_window, "F"), OP(cumulative, "F"), OP(conv, "FFc"), OP(conv_transpose, "FF"), OP(conv_general, "FF"),
+  OP(max_pool, "F"), OP(avg_pool, "F"),
 };
 #undef OP
 enum { TH_NOPS = sizeof th_ops / sizeof th_ops[0] };
@@ -159,6 +186,7 @@ static hj_tensor_t th_valid(hj_graph_t *g, char kind) {
   case 'J': return hj_param(g, HJ_S32, HJ_SHAPE(2, 1), "j");
   case 'U': return hj_param(g, HJ_F32, HJ_SHAPE(2, 4), "u");
   case 'W': return hj_param(g, HJ_F32, HJ_SHAPE(2, 2), "w");
+  case 'c': return hj_param(g, HJ_F32, HJ_SHAPE(4), "bias");
   default: return hj_param(g, HJ_PRED, HJ_SHAPE(4, 4), "p");
   }
 }
@@ -192,6 +220,7 @@ static void test_tensor_ops_misuse(void **state) {
         if (how == 3 && n < 2) continue;
         if (how == 0 && k > 0 && !strcmp(op->name, "hj_layer_norm")) continue;   /* HJ_NONE: absent, valid */
         if (how == 0 && k == 2 && !strcmp(op->name, "hj_linear")) continue;         /* no bias: valid */
+        if (how == 0 && k == 2 && !strcmp(op->name, "hj_conv")) continue;           /* no bias: valid */
         g = th_graph("g");
         hj_graph_t *g2 = th_graph("other");
         for (int j = 0; j < n; j++) t[j] = th_valid(g, op->kinds[j]);
@@ -325,6 +354,7 @@ static void test_overflowing_arguments(void **state) {
   hj_tensor_t v4 = hj_param(g, HJ_F32, HJ_SHAPE(4), "v"), i44 = hj_param(g, HJ_S32, HJ_SHAPE(4, 4), "i44");
   hj_tensor_t tup = hj_tuple(g, (hj_tensor_t[]){ x }, 1), w43 = hj_param(g, HJ_F32, HJ_SHAPE(4, 3), "w43");
   const int64_t one2[2] = { 1, 1 };
+  hj_tensor_t img = hj_param(g, HJ_F32, HJ_SHAPE(1, 4, 4, 1), "img"), ker = hj_param(g, HJ_F32, HJ_SHAPE(2, 2, 1, 4), "ker");
   struct { const char *what; hj_tensor_t r; } cases[] = {
     { "dim_size dim 2", hj_dim_size(x, 2) },
     { "dim_size dim -3", hj_dim_size(x, -3) },
@@ -343,6 +373,43 @@ static void test_overflowing_arguments(void **state) {
     { "reduce_window window INT64_MAX, pad INT64_MAX", hj_reduce_window(x, HJ_RED_SUM, (int64_t[]){ M, 1 }, NULL,
         (int64_t[]){ M, 0 }, NULL) },
     { "reduce_window reducer REPLACE", hj_reduce_window(x, HJ_RED_REPLACE, one2, NULL, NULL, NULL) },
+    { "conv NULL-free rank 2", hj_conv(x, x, NULL) },
+    { "conv stride INT64_MIN", hj_conv(img, ker, &(hj_conv_opts_t){ .stride = (int64_t[]){ m, 1 } }) },
+    { "conv stride and dilation INT64_MAX, same", hj_conv(img, ker, &(hj_conv_opts_t){ .stride = (int64_t[]){ M, 1 },
+        .dilation = (int64_t[]){ M, 1 }, .padding = HJ_PAD_SAME }) },
+    { "conv dilation INT64_MAX", hj_conv(img, ker, &(hj_conv_opts_t){ .dilation = (int64_t[]){ M, 1 } }) },
+    { "conv pads INT64_MAX", hj_conv(img, ker, &(hj_conv_opts_t){ .padding = HJ_PAD_EXPLICIT,
+        .pad_lo = (int64_t[]){ M, 0 }, .pad_hi = (int64_t[]){ M, 0 } }) },
+    { "conv groups INT64_MAX", hj_conv(img, ker, &(hj_conv_opts_t){ .groups = M }) },
+    { "conv groups -1", hj_conv(img, ker, &(hj_conv_opts_t){ .groups = -1 }) },
+    { "conv layout 7", hj_conv(img, ker, &(hj_conv_opts_t){ .layout = (hj_conv_layout_t)7 }) },
+    { "conv padding 9", hj_conv(img, ker, &(hj_conv_opts_t){ .padding = (hj_pad_mode_t)9 }) },
+    { "conv bias of a scalar", hj_conv(img, ker, &(hj_conv_opts_t){ .bias = z }) },
+    { "conv_transpose stride INT64_MAX", hj_conv_transpose(img, ker, &(hj_conv_opts_t){ .stride = (int64_t[]){ M, 1 } }) },
+    { "conv_transpose stride INT64_MAX, same", hj_conv_transpose(img, ker, &(hj_conv_opts_t){
+        .stride = (int64_t[]){ M, M }, .padding = HJ_PAD_SAME }) },
+    { "conv_general NULL", hj_conv_general(img, ker, NULL) },
+    { "conv_general n_spatial 99", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = 99 }) },
+    { "conv_general n_spatial -1", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = -1 }) },
+    { "conv_general dims out of range", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = 2,
+        .in_feature = M, .in_spatial = { m, 2 }, .k_spatial = { 9, -9 }, .k_out = 3 }) },
+    { "conv_general stride -1", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = 2, .in_feature = 3,
+        .in_spatial = { 1, 2 }, .k_in = 2, .k_out = 3, .out_feature = 3, .out_spatial = { 1, 2 },
+        .stride = { -1, 1 } }) },
+    { "conv_general lhs dilation INT64_MAX", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = 2,
+        .in_feature = 3, .in_spatial = { 1, 2 }, .k_in = 2, .k_out = 3, .out_feature = 3, .out_spatial = { 1, 2 },
+        .lhs_dilation = { M, M }, .pad_lo = { M, 0 } }) },
+    { "conv_general batch groups INT64_MAX", hj_conv_general(img, ker, &(hj_conv_general_t){ .n_spatial = 2,
+        .in_feature = 3, .in_spatial = { 1, 2 }, .k_in = 2, .k_out = 3, .out_feature = 3, .out_spatial = { 1, 2 },
+        .batch_group_count = M }) },
+    { "max_pool NULL options", hj_max_pool(img, NULL) },
+    { "max_pool NULL window", hj_max_pool(img, &(hj_pool_opts_t){ .padding = HJ_PAD_SAME }) },
+    { "max_pool window 0", hj_max_pool(img, &(hj_pool_opts_t){ .window = (int64_t[]){ 0, 1 } }) },
+    { "max_pool window INT64_MIN", hj_max_pool(img, &(hj_pool_opts_t){ .window = (int64_t[]){ m, 1 } }) },
+    { "max_pool stride INT64_MIN", hj_max_pool(img, &(hj_pool_opts_t){ .window = one2, .stride = (int64_t[]){ 1, m } }) },
+    { "avg_pool of s32", hj_avg_pool(hj_param(g, HJ_S32, HJ_SHAPE(1, 4, 4, 1), "si"), &(hj_pool_opts_t){ .window = one2 }) },
+    { "avg_pool pads INT64_MIN", hj_avg_pool(img, &(hj_pool_opts_t){ .window = one2, .padding = HJ_PAD_EXPLICIT,
+        .pad_lo = (int64_t[]){ m, 0 }, .pad_hi = (int64_t[]){ m, 0 } }) },
     { "reduce_window reducer 99", hj_reduce_window(x, (hj_reducer_t)99, one2, NULL, NULL, NULL) },
     { "reduce_window reducer -1", hj_reduce_window(x, (hj_reducer_t)-1, one2, NULL, NULL, NULL) },
     { "reduce_window AND of floats", hj_reduce_window(x, HJ_RED_AND, one2, NULL, NULL, NULL) },
