@@ -155,7 +155,9 @@ void emit_delinearize(emit_fn *f, const hlo_shape *s, LLVMValueRef linear, emit_
 
 /* The index of a matmul epilogue's |root| at the dot's (b, m, n) = |bmn| (the dot's
    [B, M, N] result is |bmn_dims|): the root's dims that are not 1 take the dot's dims that
-   are not 1, in order; the others index 0 (CPU and GPU matmul epilogues). */
+   are not 1, in order; the others index 0 (CPU and GPU matmul epilogues). A root whose
+   leading dims split the dot's rows (hlo_dot_epilogue_dims) takes m delinearised over them
+   and n last. */
 void emit_dot_root_index(emit_fn *f, const hlo_instr *root, const int64_t bmn_dims[3],
                          const LLVMValueRef bmn[3], emit_index *idx);
 

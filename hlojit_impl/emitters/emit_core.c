@@ -503,10 +503,27 @@ void emitp_drop_after(LLVMModuleRef mod, LLVMValueRef last) {
 void emit_dot_root_index(emit_fn *f, const hlo_instr *root, const int64_t bmn_dims[3],
                          const LLVMValueRef bmn[3], emit_index *idx) {
   LLVMValueRef nt[3];
-  int nnt = 0;
+  int64_t ntd[3];
+  int nnt = 0, nr = 0;
   for (int d = 0; d < 3; d++)
-    if (bmn_dims[d] != 1) nt[nnt++] = bmn[d];
-  *idx = (emit_index){ .rank = root->shape.rank };
-  for (int d = 0, k = 0; d < root->shape.rank; d++)
-    idx->v[d] = root->shape.dims[d] == 1 || k >= nnt ? emit_i64(f, 0) : nt[k++];
+    if (bmn_dims[d] != 1) ntd[nnt] = bmn_dims[d], nt[nnt++] = bmn[d];
+  const hlo_shape *rs = &root->shape;
+  bool same = true;
+  for (int d = 0; d < rs->rank; d++)
+    if (rs->dims[d] != 1) same &= nr < nnt && rs->dims[d] == ntd[nr], nr++;
+  *idx = (emit_index){ .rank = rs->rank };
+  if (same && nr == nnt) {
+    for (int d = 0, k = 0; d < rs->rank; d++)
+      idx->v[d] = rs->dims[d] == 1 || k >= nnt ? emit_i64(f, 0) : nt[k++];
+    return;
+  }
+  /* rows split (hlo_dot_epilogue_dims): m over the root's leading dims, n last */
+  LLVMBuilderRef b = f->em->b;
+  LLVMValueRef m = nnt == 2 ? nt[0] : bmn[1];
+  idx->v[rs->rank - 1] = nnt == 2 ? nt[1] : bmn[2];
+  for (int d = rs->rank - 2; d >= 0; d--) {
+    LLVMValueRef dim = emit_i64(f, rs->dims[d]);
+    idx->v[d] = d == 0 ? m : LLVMBuildURem(b, m, dim, "");
+    if (d > 0) m = LLVMBuildUDiv(b, m, dim, "");
+  }
 }

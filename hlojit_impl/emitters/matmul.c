@@ -151,18 +151,7 @@ static bool emx_root_is_dot(const hlo_comp *c, const hlo_instr *dot) {
 }
 
 /* Non-size-1 dims of |s| into |out|; their count. */
-static int emx_nontrivial(const hlo_shape *s, int64_t *out) {
-  int n = 0;
-  for (int d = 0; d < s->rank; d++)
-    if (s->dims[d] != 1) out[n++] = s->dims[d];
-  return n;
-}
 
-static bool emx_same_nontrivial(const hlo_shape *a, const hlo_shape *b) {
-  int64_t da[HLO_MAX_RANK], db[HLO_MAX_RANK];
-  int na = emx_nontrivial(a, da), nb = emx_nontrivial(b, db);
-  return na == nb && !memcmp(da, db, sizeof(int64_t) * (size_t)na);
-}
 
 /* Every use of |x| in |c| (transitively, up to the root) is elementwise or a reshape/bitcast
    on the dot's non-size-1 dims: the dot is read only at the output element's own index. */
@@ -175,7 +164,7 @@ static bool emx_epilogue_ok(const hlo_comp *c, const hlo_instr *x, const hlo_sha
     if (!uses) continue;
     bool ok = (hlo_op_is_elementwise(u) || u->op == HLO_OP_RESHAPE ||
                (u->op == HLO_OP_BITCAST && hlo_shape_layout_is_default(&u->shape))) &&
-              hlo_shape_is_array(&u->shape) && emx_same_nontrivial(&u->shape, ds);
+              hlo_shape_is_array(&u->shape) && hlo_dot_epilogue_dims(&u->shape, ds);
     if (!ok || !emx_epilogue_ok(c, u, ds, depth + 1)) return false;
   }
   return true;
@@ -189,7 +178,7 @@ static const char *emx_check_root(const hlo_comp *c, const hlo_instr *dot, bool 
     return "epilogue root is not an f32 array";
   hlo_shape ds = dot->shape;   /* a panel-order dot's epilogue sees C [M,N] (ir.h) */
   (void)hlo_dot_is_panels(dot, &ds);
-  if (!emx_same_nontrivial(&c->root->shape, &ds) || !emx_epilogue_ok(c, dot, &ds, 0))
+  if (!hlo_dot_epilogue_dims(&c->root->shape, &ds) || !emx_epilogue_ok(c, dot, &ds, 0))
     return "the ops after the dot are not an elementwise epilogue";
   *epi = true;
   return NULL;

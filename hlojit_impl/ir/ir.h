@@ -567,6 +567,12 @@ hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
    in place). Its result [M,Q,nr] is the rows of C [M,N = Q*nr]: *c2 gets that shape (the
    one epilogues see), when |c2| is not NULL. */
 bool hlo_dot_is_panels(const hlo_instr *d, hlo_shape *c2);
+/* A shape an elementwise epilogue of a dot of shape |ds| may have: the dot's non-size-1
+   dims in order, or, for a dot whose non-size-1 dims are [M, N], any shape whose last dim
+   is N and whose other dims multiply to M (the rows split: a convolution's [B*H*W, O] dot
+   seen as [B, H, W, O]); either way element (m, n) keeps its row-major position.
+   emit_dot_root_index maps (b, m, n) into such a shape. */
+bool hlo_dot_epilogue_dims(const hlo_shape *s, const hlo_shape *ds);
 /* The concatenate a loop fusion's computation |c| writes row by row (emitters/loop.c: one
    branch per row picks the operand, an inner loop copies it): c's root itself or through
    reshapes and bitcasts of the same element count with default layouts, an array

@@ -228,3 +228,14 @@ const hlo_instr *hlo_root_concat(const hlo_comp *c) {
     if (!hlo_shape_is_array(&r->operands[k]->shape)) return NULL;
   return r;
 }
+
+bool hlo_dot_epilogue_dims(const hlo_shape *s, const hlo_shape *ds) {
+  int64_t a[HLO_MAX_RANK], b[HLO_MAX_RANK];
+  int na = 0, nb = 0;
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] != 1) a[na++] = s->dims[d];
+  for (int d = 0; d < ds->rank; d++)
+    if (ds->dims[d] != 1) b[nb++] = ds->dims[d];
+  if (na == nb && !memcmp(a, b, sizeof(int64_t) * (size_t)na)) return true;
+  return nb == 2 && s->rank >= 2 && s->dims[s->rank - 1] == b[1] && hlo_shape_numel(s) == b[0] * b[1];
+}

@@ -7,7 +7,9 @@
    Rule: a dot D (a plain dot, or a fusion whose hero is a dot and whose root is an array)
    with exactly one user U, where U is an elementwise op or a loop fusion (no hero, array
    root) in which D's value reaches the root only through elementwise ops on D's dims
-   (reshapes that add or drop size-1 dims included). Anything else U computes (a
+   (reshapes that add or drop size-1 dims included, and reshapes that split the rows of a
+   [M, N] dot, keeping N last: a convolution's patch-matrix dot seen as [B, H, W, O],
+   hlo_dot_epilogue_dims). Anything else U computes (a
    broadcast bias, the residual operand, iota masks) may feed those elementwise ops.
    U is wrapped into a fusion if needed, D is absorbed into it (fusion_util.c), and the
    fusion becomes kOutput. Repeated until nothing changes (a kOutput fusion may take the
@@ -27,19 +29,6 @@
        G = f32[64,3072] fusion(x, w, b), kind=kOutput   // dot hero + bias + GELU epilogue */
 #include "passes.h"
 
-static int64_t epi_nontrivial(const hlo_shape *s, int64_t *out) {
-  int64_t n = 0;
-  for (int d = 0; d < s->rank; d++)
-    if (s->dims[d] != 1) out[n++] = s->dims[d];
-  return n;
-}
-
-static bool epi_same_nontrivial(const hlo_shape *a, const hlo_shape *b) {
-  int64_t da[HLO_MAX_RANK], db[HLO_MAX_RANK];
-  int64_t na = epi_nontrivial(a, da), nb = epi_nontrivial(b, db);
-  return na == nb && !memcmp(da, db, sizeof(int64_t) * (size_t)na);
-}
-
 /* Every use of |x| inside |fc| is an elementwise op or size-1 reshape on D's dims, up to
    the root. */
 static bool epi_walk(const hlo_comp *fc, const hlo_instr *x, const hlo_shape *ds) {
@@ -50,7 +39,7 @@ static bool epi_walk(const hlo_comp *fc, const hlo_instr *x, const hlo_shape *ds
     if (!uses) continue;
     bool ok = (hlo_op_is_elementwise(u) || u->op == HLO_OP_RESHAPE ||
                (u->op == HLO_OP_BITCAST && hlo_shape_layout_is_default(&u->shape))) &&
-              epi_same_nontrivial(&u->shape, ds);
+              hlo_dot_epilogue_dims(&u->shape, ds);
     if (!ok || !epi_walk(fc, u, ds)) return false;
   }
   return true;
@@ -76,12 +65,12 @@ static bool epi_consumer_ok(const hlo_instr *u, const hlo_instr *d) {
   if (h) (void)hlo_dot_is_panels(h, &ds);
   if (u->op != HLO_OP_FUSION)
     return hlo_op_is_elementwise(u) && u->shape.type == d->shape.type &&
-           epi_same_nontrivial(&u->shape, &ds);
+           hlo_dot_epilogue_dims(&u->shape, &ds);
   if (u->ncalls != 1 || u->fusion_kind == HLO_FUSION_CUSTOM || u->noperands > 60) return false;
   const hlo_comp *fc = u->calls[0];
   if (hlo_fusion_hero(fc) || !hlo_shape_is_array(&fc->root->shape)) return false;
   if (fc->root->shape.type != epi_dot_of(d)->shape.type) return false;
-  if (!epi_same_nontrivial(&fc->root->shape, &ds)) return false;
+  if (!hlo_dot_epilogue_dims(&fc->root->shape, &ds)) return false;
   for (int k = 0; k < u->noperands; k++)
     if (u->operands[k] == d && !epi_walk(fc, fc->params[k], &ds)) return false;
   return true;
