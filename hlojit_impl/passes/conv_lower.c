@@ -103,6 +103,17 @@ static hlo_instr *cvl_slice(cvl *L, hlo_instr *x, const int64_t *start, const in
 
 static int64_t cvl_at(hlo_ints v, int i, int64_t dflt) { return i < v.n ? v.v[i] : dflt; }
 
+/* A scalar zero of |t| before the convolution. */
+static hlo_instr *cvl_zero(cvl *L, hlo_type t) {
+  if (L->st) return NULL;
+  hlo_shape zs = hlo_shape_scalar(t);
+  hlo_literal *zl = hlo_literal_new(L->c->module->ctx, &zs);
+  hlo_instr *z = zl ? hlo_constant_new_before(L->c, L->before, zl) : NULL;
+  hlo_literal_free(zl);
+  if (!z) L->st = HJ_ERR_OOM;
+  return z;
+}
+
 static bool cvl_float(hlo_type t) { return t == HLO_F32 || t == HLO_BF16 || t == HLO_F16; }
 
 /* The patch matrix count (slices) this convolution needs, or 0 when it stays elemental. */
@@ -143,28 +154,23 @@ static hj_status cvl_rewrite(hlo_comp *c, hlo_instr *cv) {
   perm[pb] = cd->in_batch, perm[pc] = cd->in_feature;
   for (int i = 0; i < ns; i++) perm[ps0 + i] = cd->in_spatial.v[i];
   hlo_instr *x = cvl_transpose(&L, cvl_convert(&L, lhs, HLO_F32), perm);
-  int64_t lo[HLO_MAX_RANK] = { 0 }, hi[HLO_MAX_RANK] = { 0 }, in[HLO_MAX_RANK] = { 0 };
+  int64_t lo[HLO_MAX_RANK] = { 0 }, hi[HLO_MAX_RANK] = { 0 }, interior[HLO_MAX_RANK] = { 0 };
   bool pad = false;
   for (int i = 0; i < ns; i++) {
     lo[ps0 + i] = cvl_at(w->pad_lo, i, 0), hi[ps0 + i] = cvl_at(w->pad_hi, i, 0);
     pad |= lo[ps0 + i] || hi[ps0 + i];
   }
-  if (pad && x) {
-    hlo_shape zs = hlo_shape_scalar(HLO_F32);
-    hlo_literal *zl = hlo_literal_new(c->module->ctx, &zs);
-    if (!zl) return HJ_ERR_OOM;
-    hlo_instr *z = hlo_constant_new_before(c, cv, zl);
-    hlo_literal_free(zl);
-    if (!z) return HJ_ERR_OOM;
+  hlo_instr *z = pad ? cvl_zero(&L, HLO_F32) : NULL;
+  if (pad && x && z) {
     hlo_shape ps = x->shape;
     for (int d = 0; d < r; d++)
-      if (!hlo_pad_dim(x->shape.dims[d], lo[d], hi[d], in[d], &ps.dims[d])) return HJ_ERR_SHAPE;
+      if (!hlo_pad_dim(x->shape.dims[d], lo[d], hi[d], 0, &ps.dims[d])) return HJ_ERR_SHAPE;
     hlo_instr *ops[2] = { x, z };
     x = cvl_new(&L, HLO_OP_PAD, &ps, ops, 2);
     if (x) {
       x->pad_lo = cvl_ints(&L, lo, r);
       x->pad_hi = cvl_ints(&L, hi, r);
-      x->pad_interior = cvl_ints(&L, in, r);
+      x->pad_interior = cvl_ints(&L, interior, r);
     }
   }
   if (!x) return L.st ? L.st : HJ_ERR_OOM;
@@ -278,13 +284,9 @@ static hj_status cvl_phases(hlo_comp *c, hlo_instr *cv, hlo_instr ***subs) {
     if (kr) kr->dims = cvl_ints(&L, rev, (int)nrev);
     k = kr;
   }
-  hlo_shape zs = hlo_shape_scalar(cv->shape.type);
-  hlo_literal *zl = hlo_literal_new(m->ctx, &zs);
-  if (!zl) return HJ_ERR_OOM;
-  hlo_instr *z = hlo_constant_new_before(c, cv, zl);
-  hlo_literal_free(zl);
+  hlo_instr *z = cvl_zero(&L, cv->shape.type);
   hlo_instr *acc = z ? cvl_new(&L, HLO_OP_BROADCAST, &cv->shape, &z, 1) : NULL;
-  if (!z) return HJ_ERR_OOM;
+  if (!acc) return L.st ? L.st : HJ_ERR_OOM;
   int64_t r[HLO_MAX_RANK] = { 0 };
   for (int64_t ph = 0; ph < nph && !L.st; ph++) {
     int64_t k0[HLO_MAX_RANK], kr[HLO_MAX_RANK], cr[HLO_MAX_RANK], q[HLO_MAX_RANK];
