@@ -542,7 +542,7 @@ hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse)
    output features of the result's dtype, or HJ_NONE (a zeroed tensor counts as none).
    hj_conv_transpose: the transposed convolution of jax.lax.conv_transpose (kernel not
    flipped): the input dilated by the stride; "same" gives in * stride outputs, "valid"
-   (in - 1) * stride + dilated window; explicit pads apply to the dilated input.
+   (in - 1) * stride + max(dilated window, stride); explicit pads apply to the dilated input.
    hj_max_pool, hj_avg_pool: reduce-window over the spatial dims of an NHWC or NCHW x;
    |window| per spatial dim (required), stride NULL: the window; avg divides by the window
    size, or with exclude_pad by the taps inside the input. Gradients of all of these are
