@@ -689,11 +689,13 @@ typedef struct hj_exec_stats {
   hj_backend_t backend;       /* the backend that runs it (AUTO resolved) */
   int fusions;                /* fusions after the pass pipeline (every nested one too) */
   int kernels_loop, kernels_reduction, kernels_transpose, kernels_matmul, kernels_dus;
+  int kernels_sort, kernels_scatter;   /* sorting networks (topk too); scatters */
   int inplace_updates;        /* outputs the dus kernels write in place: a dynamic-update-slice
                                  of a donated or dying buffer writes only its update (a
                                  decode step: 2 per layer, the k and v caches) */
   int evaluator_fallbacks;    /* fusions the evaluator runs: runtime_ops + unsupported */
-  int runtime_ops;            /* of which sort, scatter, topk...: no emitter by design */
+  int runtime_ops;            /* of which ops no emitter takes by design (0 on the CPU and
+                                 CUDA backends: while, conditional and call run as thunks) */
   int emit_errors;            /* of which an emitter failed with something else than
                                  HJ_ERR_UNSUPPORTED (a bug: the message is in the thunk dump) */
   int copies;                 /* copy thunks (outputs that are parameters, constants, twice) */

@@ -3,9 +3,10 @@
    emitp_leaves). Knows no emitter: the heroes and emitter.c's switch call down into it.
 
    Classification of a fusion's computation, first rule that applies:
-     1. an op that no kernel emits (sort, scatter, topk, while, conditional, call,
-        a nested fusion, tuple-typed parameters) -> RUNTIME, hero = that op;
-     2. a dot -> MATMUL, hero = the dot (epilogues around it are the matmul emitter's);
+     1. an op that no kernel emits (topk, while, conditional, call, a nested fusion,
+        tuple-typed parameters) -> RUNTIME, hero = that op;
+     2. a sort -> SORT, a scatter -> SCATTER (alone in their fusions);
+        a dot -> MATMUL, hero = the dot (epilogues around it are the matmul emitter's);
      3. from each root leaf, walk towards the operands through "epilogue" ops — elementwise
         ops, converts, bitcasts, reshapes, copies, broadcasts of scalars (a binary op is
         followed through its one operand that is not a scalar, constant or broadcast):
@@ -66,7 +67,7 @@ int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max) {
 
 const char *emit_kind_name(emit_kind k) {
   static const char *names[EMIT_KIND_COUNT] = { "loop", "reduction", "transpose", "matmul",
-                                                "dus", "runtime" };
+                                                "dus", "sort", "scatter", "runtime" };
   return (unsigned)k < EMIT_KIND_COUNT ? names[k] : "?";
 }
 
@@ -160,6 +161,10 @@ emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_in
     if (emr_runtime_op(ins)) {
       *hero = ins;
       return EMIT_KIND_RUNTIME;
+    }
+    if (ins->op == HLO_OP_SORT || ins->op == HLO_OP_SCATTER) {
+      *hero = ins;
+      return ins->op == HLO_OP_SORT ? EMIT_KIND_SORT : EMIT_KIND_SCATTER;
     }
     if (ins->op == HLO_OP_DOT && !dot) dot = ins;
   }

@@ -402,11 +402,67 @@ LLVMValueRef emitp_reduce(emit_fn *f, const hlo_instr *ins, int sub, const emit_
   return res[sub];
 }
 
+/* ---- dot (the loop kernel's form: f64, integer and pred dots; eval_reduce.c's sums) ---- */
+
+/* Σ over the contracting dims of lhs * rhs at the output index: floats accumulated in
+   double, integers in 64 bits (wrapping, then truncated to the result type), pred as
+   OR of ANDs; the evaluator's semantics (its float sums run in another order: not bit-equal
+   for long rows). The matmul kernels take the f32 dots; this is the fallback for the rest. */
+static LLVMValueRef eli_dot(emit_fn *f, const hlo_instr *ins, const emit_index *idx) {
+  const hlo_dot_dims *dd = &ins->dot;
+  if (!eli_array_op(ins, 0) || !eli_array_op(ins, 1)) return eli_fail(f, ins, "operands must be arrays");
+  const hlo_instr *L = ins->operands[0], *R = ins->operands[1];
+  const hlo_shape *ls = &L->shape, *rs = &R->shape;
+  int nb = dd->lhs_batch.n, nc = dd->lhs_contract.n;
+  if (dd->rhs_batch.n != nb || dd->rhs_contract.n != nc) return eli_fail(f, ins, "dimension numbers differ");
+  emit_index li = { .rank = ls->rank }, ri = { .rank = rs->rank };
+  int o = 0;
+  for (int i = 0; i < nb; i++) {
+    if (o >= idx->rank) return eli_fail(f, ins, "result rank does not fit");
+    li.v[dd->lhs_batch.v[i]] = ri.v[dd->rhs_batch.v[i]] = idx->v[o++];
+  }
+  for (int side = 0; side < 2; side++) {
+    const hlo_shape *s = side ? rs : ls;
+    const hlo_ints *bat = side ? &dd->rhs_batch : &dd->lhs_batch, *con = side ? &dd->rhs_contract : &dd->lhs_contract;
+    for (int d = 0; d < s->rank; d++) {
+      if (eli_has(bat, d) || eli_has(con, d)) continue;
+      if (o >= idx->rank) return eli_fail(f, ins, "result rank does not fit");
+      (side ? &ri : &li)->v[d] = idx->v[o++];
+    }
+  }
+  if (o != idx->rank) return eli_fail(f, ins, "result rank does not fit");
+  hlo_type t = ins->shape.type;
+  bool pred = t == HLO_PRED, fl = hlo_type_is_float(t);
+  hlo_type at = pred ? HLO_PRED : fl ? HLO_F64 : HLO_S64;
+  emit_module *em = f->em;
+  LLVMBuilderRef b = em->b;
+  LLVMTypeRef aty = emit_compute_type(em, at);
+  LLVMValueRef acc = emitp_entry_alloca(f, aty, "dot.acc");
+  LLVMBuildStore(b, fl ? LLVMConstReal(aty, 0) : LLVMConstInt(aty, 0, 0), acc);
+  emit_loop loops[HLO_MAX_RANK];
+  for (int i = 0; i < nc; i++) {
+    int64_t lc = dd->lhs_contract.v[i], rc = dd->rhs_contract.v[i];
+    if (lc < 0 || lc >= ls->rank || rc < 0 || rc >= rs->rank || ls->dims[lc] != rs->dims[rc])
+      return eli_fail(f, ins, "contracting dims do not fit");
+    emit_loop_begin(f, &loops[i], emit_i64(f, 0), emit_i64(f, ls->dims[lc]), 1, "dot.k");
+    li.v[lc] = ri.v[rc] = loops[i].iv;
+  }
+  LLVMValueRef x = emitp_convert(f, emit_elemental(f, L, &li), ls->type, at);
+  LLVMValueRef y = emitp_convert(f, emit_elemental(f, R, &ri), rs->type, at);
+  LLVMValueRef a = LLVMBuildLoad2(b, aty, acc, "");
+  LLVMValueRef v = pred ? LLVMBuildOr(b, a, LLVMBuildAnd(b, x, y, ""), "")
+                 : fl ? LLVMBuildFAdd(b, a, LLVMBuildFMul(b, x, y, ""), "")
+                      : LLVMBuildAdd(b, a, LLVMBuildMul(b, x, y, ""), "");
+  LLVMBuildStore(b, v, acc);
+  for (int i = nc - 1; i >= 0; i--) emit_loop_end(f, &loops[i]);
+  return emitp_convert(f, LLVMBuildLoad2(b, aty, acc, "dot"), at, t);
+}
+
 /* ---- the switch ---------------------------------------------------------------------------- */
 
 LLVMValueRef emitp_index_op(emit_fn *f, const hlo_instr *ins, const emit_index *idx) {
   switch (ins->op) {
-  case HLO_OP_IOTA: case HLO_OP_REDUCE: break;
+  case HLO_OP_IOTA: case HLO_OP_REDUCE: case HLO_OP_DOT: break;
   case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_BITCAST: case HLO_OP_TRANSPOSE:
   case HLO_OP_SLICE: case HLO_OP_REVERSE: case HLO_OP_PAD: case HLO_OP_CONCATENATE:
   case HLO_OP_DYNAMIC_SLICE: case HLO_OP_DYNAMIC_UPDATE_SLICE: case HLO_OP_GATHER:
@@ -430,6 +486,7 @@ LLVMValueRef emitp_index_op(emit_fn *f, const hlo_instr *ins, const emit_index *
   case HLO_OP_DYNAMIC_UPDATE_SLICE: return eli_dus(f, ins, idx);
   case HLO_OP_GATHER: return eli_gather(f, ins, idx);
   case HLO_OP_REDUCE: return emitp_reduce(f, ins, 0, idx);
+  case HLO_OP_DOT: return eli_dot(f, ins, idx);
   default: return NULL;
   }
 }

@@ -10,8 +10,9 @@
      fusion (passes/wrap_fusions.c), so emitters only ever see fusions.
    - The *hero* decides the emitter (classify.c, emit_classify): dot -> matmul, reduce ->
      reduction, a real transpose at the root -> transpose, dynamic-update-slice whose
-     operand buffer may be updated in place -> dus, sort/scatter/reduce-window/while/... ->
-     runtime (no kernel: the runtime runs the evaluator or a library routine), else loop.
+     operand buffer may be updated in place -> dus, sort -> sort, scatter -> scatter,
+     while/conditional/call/... -> runtime (no kernel: the runtime runs them as thunk
+     sequences), else loop.
    - Buffers are dense, row-major in logical order (layouts are ignored except by bitcast,
      exactly like the evaluator).
 
@@ -188,7 +189,7 @@ LLVMValueRef emit_math_binary(emit_fn *f, hlo_opcode op, LLVMValueRef a, LLVMVal
 /* ---- classify.c: hero analysis; emitter.c: the one switch from kind to emitter ---------- */
 typedef enum {
   EMIT_KIND_LOOP, EMIT_KIND_REDUCTION, EMIT_KIND_TRANSPOSE, EMIT_KIND_MATMUL,
-  EMIT_KIND_DUS, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
+  EMIT_KIND_DUS, EMIT_KIND_SORT, EMIT_KIND_SCATTER, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
 } emit_kind;
 const char *emit_kind_name(emit_kind k);
 /* The hero of |fusion| (its fused computation) and the emitter it calls for. |dus_mask|:
@@ -236,6 +237,13 @@ hj_status emit_dus_fusion(emit_module *em, const hlo_instr *fusion, uint64_t dus
                           const char *name, emit_kernel *out);
 hj_status emit_matmul_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                              const char *name, emit_kernel *out);
+/* sort.c: a sorting network per row, in place in the outputs (passes/sort_lower.c made the
+   comparator a total, stable order); scatter.c: the operand copied, then the updates
+   applied in order, parallel over the operand's leading dim. */
+hj_status emit_sort_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                           const char *name, emit_kernel *out);
+hj_status emit_scatter_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                              const char *name, emit_kernel *out);
 
 /* ---- GPU targets (emit_target.gpu): the same fusions, GPU thread mappings ----------------
    emit_fusion and emit_fusion_inplace hand a GPU target's fusions to the GPU emitters

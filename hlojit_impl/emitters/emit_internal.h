@@ -120,5 +120,41 @@ void emitp_dus_starts(emit_fn *f, const hlo_instr *dus, LLVMValueRef *start);
 void emitp_dus_store(emit_fn *f, const emitp_dus_leaf *L, int j, const LLVMValueRef *start,
                      const emit_index *idx, LLVMValueRef lin);
 
+/* ---- sort.c: the sort kernels' plan and network step (CPU and GPU) ---------------------- */
+typedef struct emitp_sort_plan {
+  const hlo_instr *sort;        /* the fusion's root */
+  int nops;                     /* operands = outputs */
+  hlo_type type[32];
+  int64_t n, inner, rows;       /* row length (the sort dim), its stride, rows */
+  int steps;                    /* ceil(log2 n): the network's t runs 1 .. steps */
+} emitp_sort_plan;
+hj_status emitp_sort_plan_make(emit_module *em, const hlo_instr *fusion, const hlo_instr *sort,
+                               emitp_sort_plan *p);
+/* The linear index of element 0 of row |row| (i64). */
+LLVMValueRef emitp_sort_row_base(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef row);
+/* Element |i| of the row at |base|: every operand's value into its output. */
+void emitp_sort_copy(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LLVMValueRef i);
+/* Step (t, s) of the network for element |i| (all i64): compares and swaps it with its
+   partner when that is above it and inside the row. Leaves the builder after it. */
+void emitp_sort_step(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LLVMValueRef t,
+                     LLVMValueRef s, LLVMValueRef i);
+/* ---- scatter.c: the scatter kernels' plan and body (CPU and GPU) ------------------------ */
+typedef struct emitp_scatter_plan {
+  const hlo_instr *sc;          /* the fusion's root */
+  int n;                        /* operands = updates = outputs */
+  int64_t ivd, nvec;            /* index_vector_dim, start vector length */
+  int nb, idims[HLO_MAX_RANK];  /* the index's batch dims (all but ivd) */
+  int sdims[HLO_MAX_RANK];      /* the update's batch dims (not window dims), in order */
+  int nw, wdims[HLO_MAX_RANK];  /* the operand's window dims, increasing */
+  int bpos[HLO_MAX_RANK];       /* input batching dim i takes batch position bpos[i] */
+  int64_t wsize[HLO_MAX_RANK];  /* the window's extent per operand dim (1 if not a window dim) */
+  hlo_shape bshape, wshape;     /* the update's batch and window dims as shapes */
+  int64_t batch, window;        /* their element counts */
+  int64_t rows, row_elems;      /* the operand's leading dim and the elements per row */
+} emitp_scatter_plan;
+hj_status emitp_scatter_plan_make(emit_module *em, const hlo_instr *fusion, const hlo_instr *sc,
+                                  emitp_scatter_plan *p);
+/* Rows [r0, r1) of the outputs: the operands' rows, then every update that lands there. */
+void emitp_scatter_body(emit_fn *f, const emitp_scatter_plan *p, LLVMValueRef r0, LLVMValueRef r1);
 
 #endif

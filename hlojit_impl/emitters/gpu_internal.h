@@ -61,6 +61,12 @@ hj_status emitg_loop(emit_module *em, const hlo_instr *fusion, const char *name,
    updated element. */
 hj_status emitg_dus(emit_module *em, const hlo_instr *fusion, uint64_t mask, const char *name,
                     emit_kernel *out);
+/* gpu_sort.c: one block per row, the network's steps between barriers; gpu_scatter.c: one
+   thread per row of the operand's leading dim (sort.c's and scatter.c's plans). */
+hj_status emitg_sort(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                     const char *name, emit_kernel *out);
+hj_status emitg_scatter(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                        const char *name, emit_kernel *out);
 /* gpu_transpose.c: 32x33 shared-memory tiles. */
 hj_status emitg_transpose(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                           const char *name, emit_kernel *out);

@@ -289,7 +289,7 @@ int hlo_opcode_calls(hlo_opcode op);               /* -1: any number */
 hlo_op_kind hlo_opcode_kind(hlo_opcode op);
 hlo_op_types hlo_opcode_types(hlo_opcode op);
 hlo_op_cost hlo_opcode_cost(hlo_opcode op);
-bool hlo_opcode_has_kernel(hlo_opcode op);         /* emit column K */
+bool hlo_opcode_has_kernel(hlo_opcode op);         /* emit column K or H */
 const char *hlo_opcode_libm(hlo_opcode op);        /* math column; NULL for none */
 bool hlo_opcode_poly(hlo_opcode op);               /* poly column */
 bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);

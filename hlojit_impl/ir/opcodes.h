@@ -22,9 +22,11 @@
              transcendental: emit_math's polynomials or libm; never duplicated by fusion,
              stashed by the reduction emitter), HEAVY (a gather, dynamic slice, reduce or
              dot: never duplicated).
-     emit    K: the emitters take it inside a fusion (CPU and GPU kernels); R: no kernel
-             does; a fusion holding one runs as a runtime thunk (control flow, or the
-             evaluator for the ops the coverage work has not given a kernel yet).
+     emit    K: the emitters take it inside a fusion (CPU and GPU kernels); H: a hero with
+             a kernel of its own (sort.c, scatter.c and their GPU twins), alone in its
+             fusion (the fusion passes never fuse it); R: no kernel does: a fusion holding
+             one runs as a runtime thunk (control flow; topk, which the CPU and CUDA
+             backends lower to a sort first, passes/sort_lower.c).
      math    the libm function (double; "f" appended for float) that computes a MATH op
              where emit_math has no approximation of its own (f64, libdevice on the GPU);
              0 for the rest.
@@ -58,7 +60,7 @@
   X(PAD, "pad", 2, 0, OTHER, ANY, INDEX, K, 0, 0, evo_pad, N)                                     \
   X(REVERSE, "reverse", 1, 0, OTHER, ANY, INDEX, K, 0, 0, evo_reverse, N)                         \
   X(GATHER, "gather", 2, 0, OTHER, ANY, HEAVY, K, 0, 0, hlo_eval_gather, N)                       \
-  X(SCATTER, "scatter", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_scatter, N)                   \
+  X(SCATTER, "scatter", -1, 1, OTHER, ANY, CHEAP, H, 0, 0, hlo_eval_scatter, N)                   \
   X(SELECT, "select", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                      \
   X(CLAMP, "clamp", 3, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                        \
   X(COMPARE, "compare", 2, 0, ELEM, ANY, CHEAP, K, 0, 0, 0, N)                                    \
@@ -117,7 +119,7 @@
   X(MAP, "map", -1, 1, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                                          \
   X(WHILE, "while", 1, 2, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                       \
   X(CONDITIONAL, "conditional", -1, -1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                         \
-  X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, hlo_eval_sort, N)                            \
+  X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, H, 0, 0, hlo_eval_sort, N)                            \
   X(TOPK, "topk", 1, 0, OTHER, ANY, CHEAP, R, 0, 0, evo_topk, N)                                  \
   X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                    \
   X(OPT_BARRIER, "opt-barrier", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                           \
@@ -128,7 +130,7 @@ typedef enum { HLO_TYPES_ANY, HLO_TYPES_FLOAT, HLO_TYPES_INT, HLO_TYPES_BITS, HL
                HLO_TYPES_NUMERIC } hlo_op_types;
 typedef enum { HLO_COST_FREE, HLO_COST_INDEX, HLO_COST_CHEAP, HLO_COST_MID, HLO_COST_MATH,
                HLO_COST_HEAVY } hlo_op_cost;
-typedef enum { HLO_EMIT_K, HLO_EMIT_R } hlo_op_emit;
+typedef enum { HLO_EMIT_K, HLO_EMIT_H, HLO_EMIT_R } hlo_op_emit;
 
 typedef enum {
 #define X(e, ...) HLO_OP_##e,

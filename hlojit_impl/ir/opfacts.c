@@ -37,7 +37,7 @@ hlo_op_cost hlo_opcode_cost(hlo_opcode op) {
   return (unsigned)op < HLO_OP_COUNT ? op_table[op].cost : HLO_COST_CHEAP;
 }
 bool hlo_opcode_has_kernel(hlo_opcode op) {
-  return (unsigned)op < HLO_OP_COUNT && op_table[op].emit == HLO_EMIT_K;
+  return (unsigned)op < HLO_OP_COUNT && op_table[op].emit != HLO_EMIT_R;
 }
 bool hlo_opcode_poly(hlo_opcode op) { return (unsigned)op < HLO_OP_COUNT && op_table[op].poly; }
 const char *hlo_opcode_libm(hlo_opcode op) {

@@ -39,6 +39,13 @@
    The contracting order (P, kc) is the order of k = p*kc + i, so the sums are the plain
    dot's in the evaluator.
 
+   Types: the matmul kernels take f32 x (f32 or bf16) -> f32. A dot of other 16/32-bit float
+   types (bf16 x bf16 -> bf16, f16, mixed) first becomes that, as XLA:CPU does: the lhs (and
+   an f16 rhs) converted to f32, an f32 dot, the result converted back (f32 accumulation,
+   one rounding at the end; the evaluator accumulates in double: within one unit of the
+   result type). f64, integer and pred dots stay as they are and run as loop kernels (the
+   elemental dot, emitters/elemental_index.c).
+
    Invariants: every new instruction is placed right before the old dot, so the text order
    stays topological; uses of the dot (and the root) move to its replacement; the old dot
    is removed from the computation. */
@@ -241,11 +248,58 @@ static hj_status dcn_rewrite(hlo_comp *c, hlo_instr *d) {
   return HJ_OK;
 }
 
+static bool dcn_f32ish(hlo_type t) { return t == HLO_F32 || t == HLO_BF16 || t == HLO_F16; }
+
+/* |x| converted to |t| (x itself when it is |t| already), placed before |before|. */
+static hlo_instr *dcn_convert(hlo_comp *c, const hlo_instr *before, hlo_instr *x, hlo_type t) {
+  if (x->shape.type == t) return x;
+  hlo_shape s = hlo_shape_array(t, x->shape.rank, x->shape.dims);
+  return hlo_instr_new_before(c, before, HLO_OP_CONVERT, NULL, &s, &x, 1);
+}
+
+/* A 16/32-bit float dot the matmul kernels do not take -> f32 x (f32|bf16) -> f32 and a
+   convert of the result; NULL: left alone (or out of memory: *st). */
+static hlo_instr *dcn_widen(hlo_comp *c, hlo_instr *d, hj_status *st) {
+  hlo_type lt = d->operands[0]->shape.type, rt = d->operands[1]->shape.type, ot = d->shape.type;
+  if (!dcn_f32ish(lt) || !dcn_f32ish(rt) || !dcn_f32ish(ot) ||
+      (lt == HLO_F32 && rt != HLO_F16 && ot == HLO_F32))
+    return NULL;
+  hlo_instr *l = dcn_convert(c, d, d->operands[0], HLO_F32);
+  hlo_instr *r = rt == HLO_F16 ? dcn_convert(c, d, d->operands[1], HLO_F32) : d->operands[1];
+  hlo_shape s = d->shape;
+  s.type = HLO_F32;
+  hlo_instr *ops[2] = { l, r };
+  hlo_instr *w = l && r ? hlo_instr_new_before(c, d, HLO_OP_DOT, NULL, &s, ops, 2) : NULL;
+  if (w) {
+    w->dot = d->dot;
+    if (!hlo_instr_dup_lists(c->module, w)) w = NULL;
+  }
+  hlo_instr *out = w ? dcn_convert(c, d, w, ot) : NULL;
+  if (!out) { *st = HJ_ERR_OOM; return NULL; }
+  hlo_replace_all_uses(c, d, out);
+  if (c->root == d) hlo_comp_set_root(c, out);
+  hlo_remove_instr(c, d);
+  return w;
+}
+
 hj_status hlo_pass_dot_canon(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
   int panel_nr = pc ? pc->matmul_panel_nr : 0;
   if (changed) *changed = false;
   for (ptrdiff_t ci = 0; ci < arrlen(m->comps); ci++) {
     hlo_comp *c = m->comps[ci];
+    hlo_instr **wide = NULL;
+    for (ptrdiff_t i = 0; i < arrlen(c->instrs); i++)
+      if (c->instrs[i]->op == HLO_OP_DOT && c->instrs[i]->noperands == 2) arrput(wide, c->instrs[i]);
+    for (ptrdiff_t i = 0; i < arrlen(wide); i++) {
+      hj_status st = HJ_OK;
+      const char *nm = wide[i]->name;
+      if (dcn_widen(c, wide[i], &st) && changed) *changed = true;
+      if (st) {
+        arrfree(wide);
+        return hj__err(m->ctx, st, "pass dot_canonicalize: out of memory widening '%s'", nm);
+      }
+    }
+    arrfree(wide);
     /* Snapshot: the rewrite edits c->instrs. */
     hlo_instr **dots = NULL;
     bool exact;

@@ -169,6 +169,13 @@ hj_status hlo_pass_conv_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
    *changed: some were. */
 hj_status hlo_pass_sas_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 
+/* ---- passes/sort_lower.c -----------------------------------------------------------------
+   topk becomes a stable sort of (x, iota) and two slices; every sort's comparator breaks
+   ties by position (an iota operand, appended when there is none), so the sort kernels'
+   in-place networks give the evaluator's stable order. *changed: some sort or topk was
+   rewritten. */
+hj_status hlo_pass_sort_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would
    evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised

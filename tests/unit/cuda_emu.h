@@ -370,7 +370,8 @@ static hj_status emu_compile_module(cuda_emu *e, const hlo_module *m, emu_exec *
   memset(x, 0, sizeof *x);
   x->emu = e;
   x->base.ctx = e->ctx;
-  static const char *const pre[] = { "conv-lower", "select-and-scatter-lower", "dot-canonicalize" };
+  static const char *const pre[] = { "conv-lower", "select-and-scatter-lower", "sort-lower",
+                                  "dot-canonicalize" };
   static const char *const post[] = { "fusion-split", "wrap-fusions" };
   emu_compile c = { e->ctx, x, { 0 } };
   rt_target t = {

@@ -66,13 +66,16 @@ static const char tb_pos[] =
     "  ROOT r = f32[4,16,8] multiply(d, d)\n"
     "}\n";
 
-/* a sort between kernels: the evaluator runs it on the host */
-static const char tb_sort[] =
-    "HloModule srt\n"
-    "lt { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = pred[] compare(a, b), direction=LT }\n"
+/* a conditional: the runtime reads its predicate on the host (no kernel in either branch:
+   the result is a copy of x, which the test double's memcpy does for real) */
+static const char tb_cond[] =
+    "HloModule cnd\n"
+    "id1 { ROOT a = f32[64] parameter(0) }\n"
+    "id2 { ROOT a = f32[64] parameter(0) }\n"
     "ENTRY main {\n"
-    "  x = f32[64] parameter(0)\n"
-    "  ROOT s = f32[64] sort(x), dimensions={0}, to_apply=lt\n"
+    "  b = pred[] parameter(0)\n"
+    "  x = f32[64] parameter(1)\n"
+    "  ROOT s = f32[64] conditional(b, x, x), true_computation=id1, false_computation=id2\n"
     "}\n";
 
 /* two kernels with an arena buffer between them, both reading x: the rows' max, then the
@@ -443,23 +446,26 @@ static void test_graphs_off_and_host_work(void **state) {
   hj_buffer_destroy(x);
   out = NULL;
   hj_ctx_destroy(ctx);
-  /* a sort runs in the evaluator on the host, over managed memory: never captured, and its
-     result is right even on the double (no kernel involved) */
+  /* a conditional reads its predicate on the host, over managed memory: never captured,
+     and its result is right even on the double (no kernel involved) */
   ctx = tb_ctx(HJ_BACKEND_CUDA);
-  m = tb_parse(ctx, tb_sort);
+  m = tb_parse(ctx, tb_cond);
   e = tb_compile(ctx, m);
-  hj_buffer_t *v = NULL;
+  hj_buffer_t *v[2] = { NULL, NULL };
   float vals[64];
+  uint8_t yes = 1;
   for (int i = 0; i < 64; i++) vals[i] = (float)((i * 37) % 64) - 20.0f;
-  TB_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(64), vals, &v));
+  TB_OK(ctx, hj_buffer_from_host(ctx, HJ_PRED, HJ_SHAPE(), &yes, &v[0]));
+  TB_OK(ctx, hj_buffer_from_host(ctx, HJ_F32, HJ_SHAPE(64), vals, &v[1]));
   int syncs = cu_dbl.calls("cuStreamSynchronize");
-  for (int i = 0; i < 3; i++) tb_do(ctx, e, &v, 1, &out, 1);
+  for (int i = 0; i < 3; i++) tb_do(ctx, e, v, 2, &out, 1);
   assert_int_equal(cu_dbl.calls("cuStreamBeginCapture_v2"), 0);
   assert_true(cu_dbl.calls("cuStreamSynchronize") >= syncs + 6);   /* before the host work, at the end */
   const float *o = hj_buffer_host_ptr(out);
-  for (int i = 0; i < 64; i++) assert_float_equal(o[i], (float)i - 20.0f, 0);
+  for (int i = 0; i < 64; i++) assert_float_equal(o[i], vals[i], 0);
   hj_exec_destroy(e);
-  hj_buffer_destroy(v);
+  hj_buffer_destroy(v[0]);
+  hj_buffer_destroy(v[1]);
   hj_buffer_destroy(out);
   hj_module_destroy(m);
   hj_ctx_destroy(ctx);

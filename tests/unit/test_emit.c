@@ -425,7 +425,11 @@ static void test_classify(void **state) {
     { "p = f32[64,32] parameter(0)\n ROOT t = f32[32,64] transpose(p), dimensions={1,0}", EMIT_KIND_TRANSPOSE },
     { "p = f32[64,1,32] parameter(0)\n ROOT t = f32[1,64,32] transpose(p), dimensions={1,0,2}", EMIT_KIND_LOOP },
     { "p = f32[8,16] parameter(0)\n q = f32[16,4] parameter(1)\n ROOT d = f32[8,4] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}", EMIT_KIND_MATMUL },
-    { "p = f32[8] parameter(0)\n ROOT s = f32[8] sort(p), dimensions={0}, to_apply=lt", EMIT_KIND_RUNTIME },
+    { "p = f32[8] parameter(0)\n ROOT s = f32[8] sort(p), dimensions={0}, to_apply=lt", EMIT_KIND_SORT },
+    { "p = f32[8] parameter(0)\n i = s32[3,1] parameter(1)\n u = f32[3] parameter(2)\n ROOT s = f32[8] scatter(p, i, u), "
+      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add",
+      EMIT_KIND_SCATTER },
+    { "p = f32[8,2] parameter(0)\n ROOT t = (f32[8,1], s32[8,1]) topk(p), k=1", EMIT_KIND_RUNTIME },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[1024];
@@ -447,11 +451,10 @@ static void test_classify(void **state) {
   etu_report r;
   etu_opts o = etu_opts_default();
   o.quiet = true;
-  hj_status st = etu_run_text(&te_env, "HloModule s\nlt { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
-                              " ROOT s = pred[] compare(a, b), direction=LT }\nENTRY e {\n p = f32[8] parameter(0)\n"
-                              " ROOT s = f32[8] sort(p), dimensions={0}, to_apply=lt\n}\n", NULL, &o, &r);
+  hj_status st = etu_run_text(&te_env, "HloModule s\nENTRY e {\n p = f32[2,8] parameter(0)\n"
+                              " ROOT t = (f32[2,3], s32[2,3]) topk(p), k=3\n}\n", NULL, &o, &r);
   assert_int_equal(st, HJ_ERR_UNSUPPORTED);
-  assert_non_null(strstr(hj_ctx_error(te_env.ctx), "sort"));
+  assert_non_null(strstr(hj_ctx_error(te_env.ctx), "topk"));
 }
 
 static double te_now(void) {

@@ -1,0 +1,168 @@
+"""Sort, argsort, top_k, cumulative ops and scatters against JAX.
+
+Each case is a small JAX function lowered by JAX itself to HLO text and run through hlojit on
+$HLOJIT_BACKEND (interp, cpu, or the GPU emulator), every output compared with JAX's
+(jaxcase.run_case). On a compiling backend these run as the sort and scatter kernels
+(emitters/sort.c, scatter.c and their GPU twins; topk becomes a sort, passes/sort_lower.c)
+with 0 evaluator fallbacks.
+
+What the table covers: rows that are not powers of two (1, 3, 37, 1000, 1025), sorts along
+a leading dim, ties (values rounded to a few levels), NaN, +-inf and +-0 (JAX's comparator
+orders them by total order after canonicalising NaN and -0), stable argsort ascending and
+descending, several operands with one and two keys, s32, bf16, f16 and bool keys; top_k with
+ties, NaN and k = n; cumsum/cummax/cumprod; scatters: add, set (duplicate indices: the last
+update wins, XLA's order), max, min, mul, out-of-bounds indices dropped, 2-D indices, an
+embedding gradient, a vmapped scatter (batching dims), segment_sum, s32 data.
+
+Tolerances: sorts, permutations, top_k, set/max/min scatters and integers bit-exact (the
+same comparisons in the same order); float scatter-adds and cumsums within test_conv_jax's
+f32 tolerance (XLA:CPU adds in the same order, so they agree to the bit in practice, but the
+test does not insist).
+"""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_platforms", "cpu")
+import jaxcase  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+BF16 = jaxcase.BF16
+
+
+def keys(shape, dtype, seed, levels=None, specials=False):
+    """Random keys; |levels| rounds them to that many values (ties); |specials| plants NaN,
+    -NaN, +-inf and +-0."""
+    r = np.random.default_rng(seed)
+    x = r.uniform(-1, 1, size=shape)
+    if levels:
+        x = np.round(x * levels / 2) / (levels / 2)
+    x = x.astype(np.float32)
+    if specials and x.size >= 8:
+        flat = x.reshape(-1)
+        pos = r.choice(flat.size, 8, replace=False)
+        flat[pos] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, np.nan, 0.0]
+    if np.dtype(dtype).kind in "iu":
+        return (x * 50).astype(dtype)
+    if np.dtype(dtype) == np.bool_:
+        return x > 0
+    return x.astype(dtype)
+
+
+def sort_case(name, f, args):
+    jaxcase.run_case("sort_" + name, f, args, exact=True)
+
+
+def scatter_case(name, f, args, exact=False):
+    jaxcase.run_case("scatter_" + name, f, args, exact=exact)
+
+
+# ---- sort, argsort, top_k -------------------------------------------------------------------
+
+SORTS = {
+    "f32_row1000": (lambda x: jnp.sort(x, axis=-1), [((16, 1000), np.float32, 10)]),
+    "f32_specials": (lambda x: jnp.sort(x, axis=-1), [((4, 37), np.float32, None, True)]),
+    "f32_axis0": (lambda x: jnp.sort(x, axis=0), [((37, 5), np.float32, 6)]),
+    "f32_len1": (lambda x: jnp.sort(x, axis=-1), [((3, 1), np.float32, None)]),
+    "f32_len3": (lambda x: jnp.sort(x, axis=-1), [((5, 3), np.float32, 2)]),
+    "f32_len1025": (lambda x: jnp.sort(x), [((1025,), np.float32, 40)]),
+    "f32_3d_mid": (lambda x: jnp.sort(x, axis=1), [((3, 33, 4), np.float32, 8)]),
+    "argsort_ties": (lambda x: jnp.argsort(x, axis=-1), [((8, 100), np.float32, 5)]),
+    "argsort_desc": (lambda x: jnp.argsort(x, axis=-1, descending=True), [((8, 100), np.float32, 5)]),
+    "argsort_specials": (lambda x: jnp.argsort(x), [((64,), np.float32, 4, True)]),
+    "sort_and_argsort": (lambda x: (jnp.sort(x, axis=-1), jnp.argsort(x, axis=-1)),
+                         [((16, 1000), np.float32, None)]),
+    "kv_one_key": (lambda k, v: lax.sort((k, v), dimension=1, num_keys=1),
+                   [((6, 50), np.float32, 4), ((6, 50), np.int32, None)]),
+    "kv_two_keys": (lambda a, b, v: lax.sort((a, b, v), dimension=0, num_keys=2),
+                    [((40, 3), np.int32, 3), ((40, 3), np.float32, 3), ((40, 3), np.float32, None)]),
+    "s32": (lambda x: jnp.sort(x, axis=-1), [((4, 77), np.int32, None)]),
+    "bf16": (lambda x: jnp.sort(x, axis=-1), [((4, 65), BF16, 20, True)]),
+    "f16": (lambda x: jnp.argsort(x, axis=-1), [((4, 65), np.float16, 20)]),
+    "bool": (lambda x: jnp.argsort(x), [((30,), np.bool_, None)]),
+    "top_k": (lambda x: lax.top_k(x, 5), [((8, 100), np.float32, 6)]),
+    "top_k_specials": (lambda x: lax.top_k(x, 7), [((2, 40), np.float32, 3, True)]),
+    "top_k_all": (lambda x: lax.top_k(x, 9), [((3, 9), np.float32, 2)]),
+    "top_k_s32": (lambda x: lax.top_k(x, 4), [((5, 31), np.int32, None)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORTS))
+def test_sort(name):
+    f, specs = SORTS[name]
+    args = []
+    for i, sp in enumerate(specs):
+        shape, dtype, levels = sp[:3]
+        args.append(keys(shape, dtype, 100 + i, levels, len(sp) > 3 and sp[3]))
+    sort_case(name, f, args)
+
+
+CUMULATIVE = {
+    "cumsum": lambda x: jnp.cumsum(x, axis=-1),
+    "cummax": lambda x: lax.cummax(x, axis=1),
+    "cumprod0": lambda x: jnp.cumprod(1 + 0.01 * x, axis=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUMULATIVE))
+def test_cumulative(name):
+    jaxcase.run_case("sort_" + name, CUMULATIVE[name], [keys((16, 300), np.float32, 7)], taps=300)
+
+
+# ---- scatter --------------------------------------------------------------------------------
+
+def idx(n, hi, seed, lo=0):
+    return np.random.default_rng(seed).integers(lo, hi, size=n).astype(np.int32)
+
+
+def test_scatter_add_duplicates():
+    scatter_case("add", lambda x, i, u: x.at[i].add(u),
+                 [keys((64, 16), np.float32, 1), idx(200, 64, 2), keys((200, 16), np.float32, 3)])
+
+
+def test_scatter_set_last_wins():
+    scatter_case("set", lambda x, i, u: x.at[i].set(u),
+                 [keys((50, 8), np.float32, 1), idx(120, 50, 2), keys((120, 8), np.float32, 3)], exact=True)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "mul"])
+def test_scatter_combiners(op):
+    f = {"max": lambda x, i, u: x.at[i].max(u), "min": lambda x, i, u: x.at[i].min(u),
+         "mul": lambda x, i, u: x.at[i].multiply(u)}[op]
+    scatter_case(op, f, [keys((33,), np.float32, 1), idx(90, 33, 2), keys((90,), np.float32, 3)],
+                 exact=op != "mul")
+
+
+def test_scatter_out_of_bounds_dropped():
+    scatter_case("drop", lambda x, i, u: x.at[i].add(u, mode="drop"),
+                 [keys((20, 4), np.float32, 1), idx(60, 26, 2, lo=-6), keys((60, 4), np.float32, 3)])
+
+
+def test_scatter_2d_index():
+    scatter_case("2d", lambda x, i, j, u: x.at[i, j].add(u),
+                 [keys((12, 9, 3), np.float32, 1), idx(40, 12, 2), idx(40, 9, 3), keys((40, 3), np.float32, 4)])
+
+
+def test_scatter_embedding_grad():
+    def loss(table, ids, w):
+        return jnp.sum(jnp.tanh(table[ids]) * w)
+    scatter_case("embed_grad", jax.grad(loss),
+                 [keys((300, 32), np.float32, 1), idx(500, 300, 2), keys((500, 32), np.float32, 3)])
+
+
+def test_scatter_vmapped():
+    f = jax.vmap(lambda x, i, u: x.at[i].add(u))
+    scatter_case("vmap", f, [keys((4, 10, 3), np.float32, 1), np.stack([idx(7, 10, s) for s in range(4)]),
+                             keys((4, 7, 3), np.float32, 3)])
+
+
+def test_scatter_segment_sum():
+    f = lambda d, s: jax.ops.segment_sum(d, s, num_segments=10)  # noqa: E731
+    scatter_case("segment_sum", f, [keys((100, 5), np.float32, 1), idx(100, 10, 2)])
+
+
+def test_scatter_s32():
+    scatter_case("s32", lambda x, i, u: x.at[i].add(u),
+                 [keys((40,), np.int32, 1), idx(100, 40, 2), keys((100,), np.int32, 3)], exact=True)
