@@ -173,7 +173,7 @@ test-corpus: all
 # backends themselves), so test-py has run them already.
 PY_BACKEND_TESTS := tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py \
                     tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py tests/py/test_conv_jax.py \
-                    tests/py/test_conv_api.py tests/py/test_sort_scatter_jax.py
+                    tests/py/test_conv_api.py tests/py/test_coverage_jax.py
 test-py-cpu: all
 	HLOJIT_BACKEND=cpu $(PYTEST) $(PY_BACKEND_TESTS)
 

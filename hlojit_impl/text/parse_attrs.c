@@ -415,6 +415,8 @@ static const pra_attr pra_table[] = {
   { "metadata", PRA_SKIP, 0, NULL, PRA_ANY },
   { "backend_config", PRA_SKIP, 0, NULL, PRA_ANY },
   { "frontend_attributes", PRA_SKIP, 0, NULL, PRA_ANY },
+  /* a composite call (jax.lax.composite): to_apply is its decomposition, which runs */
+  { "is_composite", PRA_SKIP, 0, NULL, PRA_OPS(HLO_OP_CALL) },
   { "operand_precision", PRA_SKIP, 0, NULL, PRA_ANY },
   { "precision_config", PRA_SKIP, 0, NULL, PRA_ANY },
   { "result_accuracy", PRA_SKIP, 0, NULL, PRA_ANY },

@@ -1,4 +1,5 @@
-"""Sort, argsort, top_k, cumulative ops and scatters against JAX.
+"""The ops beyond convolution that real JAX programs use, against JAX: sort, argsort, top_k,
+cumulative ops, scatters, dots of every type pair, composite calls.
 
 Each case is a small JAX function lowered by JAX itself to HLO text and run through hlojit on
 $HLOJIT_BACKEND (interp, cpu, or the GPU emulator), every output compared with JAX's
@@ -12,7 +13,10 @@ orders them by total order after canonicalising NaN and -0), stable argsort asce
 descending, several operands with one and two keys, s32, bf16, f16 and bool keys; top_k with
 ties, NaN and k = n; cumsum/cummax/cumprod; scatters: add, set (duplicate indices: the last
 update wins, XLA's order), max, min, mul, out-of-bounds indices dropped, 2-D indices, an
-embedding gradient, a vmapped scatter (batching dims), segment_sum, s32 data.
+embedding gradient, a vmapped scatter (batching dims), segment_sum, s32 data; dots bf16,
+f16, f64 (under jax.enable_x64), s8 -> s32, u8 -> u32, s32, mixed (f32 x bf16, f16 x f32), batched
+(bf16 and f16 run as an f32 dot and one rounding, XLA:CPU's rule; f64 and integer dots as
+loop kernels); a jax.lax.composite call (is_composite=true: the decomposition runs).
 
 Tolerances: sorts, permutations, top_k, set/max/min scatters and integers bit-exact (the
 same comparisons in the same order); float scatter-adds and cumsums within test_conv_jax's
@@ -166,3 +170,38 @@ def test_scatter_segment_sum():
 def test_scatter_s32():
     scatter_case("s32", lambda x, i, u: x.at[i].add(u),
                  [keys((40,), np.int32, 1), idx(100, 40, 2), keys((100,), np.int32, 3)], exact=True)
+
+
+# ---- dots of every type pair (XLA's rules: bf16/f16 through an f32 dot, integers exact) ------
+
+DOTS = {
+    "bf16": (BF16, BF16, None), "f16": (np.float16, np.float16, None), "f64": (np.float64, np.float64, None),
+    "bf16_to_f32": (BF16, BF16, np.float32), "s8_to_s32": (np.int8, np.int8, np.int32),
+    "s32": (np.int32, np.int32, None), "u8_to_u32": (np.uint8, np.uint8, np.uint32),
+    "f32_bf16": (np.float32, BF16, None), "f16_f32": (np.float16, np.float32, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOTS))
+def test_dot_types(name):
+    lt, rt, pt = DOTS[name]
+    if np.dtype(lt).kind in "iu":
+        a, b = keys((3, 24, 40), lt, 1), keys((3, 40, 17), rt, 2)
+    else:
+        a, b = keys((3, 24, 40), np.float32, 1).astype(lt), keys((3, 40, 17), np.float32, 2).astype(rt)
+    f = lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,))), preferred_element_type=pt)  # noqa: E731
+    with jax.enable_x64(name == "f64"):   # f64 arrays stay f64 only under x64
+        jaxcase.run_case("dot_" + name, f, [a, b], taps=40)
+
+
+# ---- composite calls (jax.lax.composite: the decomposition runs) ----------------------------
+
+def test_composite_call():
+    from functools import partial
+
+    @partial(lax.composite, name="hlojit.softplus")
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+    # hlojit prints the call without is_composite (its meaning is the decomposition, which
+    # XLA reads back as a plain call), so the printed text is not XLA's: printed=False
+    jaxcase.run_case("composite", lambda x: softplus(x) * 2, [keys((5, 7), np.float32, 1)], printed=False)
