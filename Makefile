@@ -41,7 +41,7 @@ PY      := .venv/bin/python
 
 # The ASan+UBSan flavour of the library and the unit tests lives in build/asan.
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-.PHONY: all lib tools examples cnn unit unit-asan test-threads test test-py test-py-cpu test-golden test-corpus test-fuzz fuzz-long fuzz-emu \
+.PHONY: all lib tools examples cnn unit unit-asan test-threads test test-py test-py-cpu test-models test-golden test-corpus test-fuzz fuzz-long fuzz-emu \
         deps demo clean
 
 all: lib $(B)/hlojit examples
@@ -148,7 +148,7 @@ deps:
 PYTEST  := $(PY) -m pytest -q -rfEs
 
 test-py: all $(BA)/hlojit
-	$(PYTEST) tests/py
+	$(PYTEST) tests/py tests/models
 
 # The tracing JIT's sweep driver (tests/py/test_jit_numpy.py runs it).
 $(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
@@ -162,6 +162,10 @@ $(B)/tests/conv_api_hlo: tests/unit/conv_api_hlo.c $(HDRS) $(B)/libhlojit.a
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 test-py test-py-cpu: $(B)/tests/conv_api_hlo
 
+# The suite of real JAX programs (tests/models/README.md) as a table, evaluator and CPU.
+test-models: all
+	$(PY) tests/models/suite.py --backends interp,cpu
+
 test-golden: all
 	$(PYTEST) tests/py/test_golden.py
 
@@ -173,7 +177,7 @@ test-corpus: all
 # backends themselves), so test-py has run them already.
 PY_BACKEND_TESTS := tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py \
                     tests/py/test_jax_fixtures.py tests/py/test_roundtrip.py tests/py/test_conv_jax.py \
-                    tests/py/test_conv_api.py tests/py/test_coverage_jax.py
+                    tests/py/test_conv_api.py tests/py/test_coverage_jax.py tests/models/test_models.py
 test-py-cpu: all
 	HLOJIT_BACKEND=cpu $(PYTEST) $(PY_BACKEND_TESTS)
 

@@ -2,7 +2,7 @@
 """ptx_check.py — every kernel the CUDA backend makes, assembled by NVIDIA's ptxas, no GPU.
 
 What it does: collects HLO modules — every op test's module (tests/py/test_ops_numpy*.py and
-test_conv_jax.py and test_coverage_jax.py run
+test_conv_jax.py, test_coverage_jax.py and tests/models (the suite of real programs) run
 in their dry-run mode, HLOJIT_DRYRUN=1, which writes each case's module without running it),
 every module of the shared corpus (../shared/hlo-corpus or $HLOJIT_CORPUS), every JAX
 fixture (tests/fixtures/jax) and the hand-written fixtures (tests/fixtures/hlo*) — compiles
@@ -45,9 +45,9 @@ def op_modules(tmp, py):
     """Every op test's module, written by the op tests' dry run into |tmp|."""
     out = os.path.join(tmp, "ops")
     env = dict(os.environ, HLOJIT_DRYRUN="1", HLOJIT_TEST_OUT=out)
-    tests = [os.path.join(REPO, "tests", "py", t)
-             for t in ("test_ops_numpy.py", "test_ops_numpy_shape.py", "test_conv_jax.py",
-                       "test_coverage_jax.py")]
+    tests = [os.path.join(REPO, "tests", t)
+             for t in ("py/test_ops_numpy.py", "py/test_ops_numpy_shape.py", "py/test_conv_jax.py",
+                       "py/test_coverage_jax.py", "models/test_models.py")]
     p = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
                        cwd=REPO, env=env, capture_output=True, text=True)
     if p.returncode != 0:

@@ -105,7 +105,8 @@ $(B)/tests/cuda_emu_run: tests/unit/cuda_emu_run.c tests/unit/cuda_emu.h $(wildc
 test-cuda-emu: $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu $(B)/tests/conv_api_hlo
 	HLOJIT_BIN=$(abspath $(B)/tests/cuda_emu_run) HLOJIT_BACKEND=gpu-emulator $(PY) -m pytest -q -rfE -p no:cacheprovider \
 	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py tests/py/test_jax_fixtures.py \
-	  tests/py/test_conv_jax.py tests/py/test_conv_api.py tests/py/test_coverage_jax.py
+	  tests/py/test_conv_jax.py tests/py/test_conv_api.py tests/py/test_coverage_jax.py \
+	  tests/models/test_models.py
 	$(B)/tests/fuzz_hlo_emu --count $(FUZZ_EMU_SHORT_N) --seed 1 --jobs $(FUZZ_JOBS)
 
 $(B)/bench/bench_gpu: bench/bench_gpu.c bench/bench_util.h $(HDRS) $(B)/libhlojit.a

@@ -2,7 +2,8 @@
    shares: a fusion { p0 .. p{m-1}; ROOT sort(p0 .. p{m-1}), dimensions={d} } sorts every
    row (all indices but d fixed) of its m operands together, by the comparator.
 
-   Algorithm: each row is copied to the outputs, then sorted in place there by a bitonic
+   Algorithm: each row is copied to the outputs (the operands through the elemental emitter:
+   a fused parameter, one used twice, an iota the fusion took in), then sorted in place there by a bitonic
    network in its one-direction form: for t = 1 .. ceil(log2 n), for s = t-1 .. 0, every
    element i < n meets its partner q = i ^ (2^t - 1) (s = t-1: the mirror in its block of
    2^t) or q = i ^ 2^s (later steps); when i < q < n and less(row[q], row[i]) the two swap,
@@ -36,9 +37,8 @@ hj_status emitp_sort_plan_make(emit_module *em, const hlo_instr *fusion, const h
   if (d < 0 || d >= xs->rank) return sort_unsup(em, fusion, "sort dimension out of range");
   for (int k = 0; k < sort->noperands; k++) {
     const hlo_instr *o = sort->operands[k];
-    if (o->op != HLO_OP_PARAMETER || !hlo_shape_is_array(&o->shape) || !hlo_same_dims(&o->shape, xs) ||
-        !hlo_shape_layout_is_default(&o->shape))
-      return sort_unsup(em, fusion, "operands must be parameters of one shape, default layout");
+    if (!hlo_shape_is_array(&o->shape) || !hlo_same_dims(&o->shape, xs))
+      return sort_unsup(em, fusion, "operands of different shapes");
   }
   p->nops = sort->noperands;
   p->n = xs->dims[d];
@@ -64,8 +64,10 @@ static LLVMValueRef sort_at(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef b
 
 void emitp_sort_copy(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LLVMValueRef i) {
   LLVMValueRef at = sort_at(f, p, base, i);
+  emit_index idx;   /* any operand form: a fused parameter (read at |at|), twice, an iota */
+  emit_delinearize(f, &p->sort->operands[0]->shape, at, &idx);
   for (int k = 0; k < p->nops; k++)
-    emit_store_elem(f, p->type[k], f->outs[k], at, emit_load_elem(f, p->type[k], f->params[k], at));
+    emit_store_elem(f, p->type[k], f->outs[k], at, emit_elemental(f, p->sort->operands[k], &idx));
 }
 
 void emitp_sort_step(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LLVMValueRef t,
