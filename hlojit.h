@@ -696,6 +696,8 @@ typedef struct hj_exec_stats {
   int evaluator_fallbacks;    /* fusions the evaluator runs: runtime_ops + unsupported */
   int runtime_ops;            /* of which ops no emitter takes by design (0 on the CPU and
                                  CUDA backends: while, conditional and call run as thunks) */
+  int library_calls;          /* custom-calls a library runs on the host (LAPACK): not
+                                 fallbacks, XLA:CPU calls the same routines */
   int emit_errors;            /* of which an emitter failed with something else than
                                  HJ_ERR_UNSUPPORTED (a bug: the message is in the thunk dump) */
   int copies;                 /* copy thunks (outputs that are parameters, constants, twice) */

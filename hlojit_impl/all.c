@@ -37,6 +37,7 @@
 #include "eval/eval.c"
 #include "eval/eval_elem.c"
 #include "eval/eval_gather.c"
+#include "eval/eval_lapack.c"
 #include "eval/eval_ops.c"
 #include "eval/eval_reduce.c"
 #include "eval/eval_sprog.c"

@@ -122,6 +122,27 @@ typedef struct hlo_conv_dims {
   int64_t feature_groups, batch_groups;   /* feature_group_count, batch_group_count */
 } hlo_conv_dims;
 
+/* custom-call: the targets hlojit runs (jaxlib's CPU LAPACK FFI kernels; an unknown target
+   is a parse error naming it), and the characters of their backend_config (LAPACK's own:
+   uplo 'L'/'U', side 'L'/'R', trans_x 'N'/'T'/'C', diag 'U'/'N'; 0 when absent). The
+   matrices are the last two dims (any batch dims before), column-major in XLA's layout,
+   which hlojit's logical row-major buffers do not need (eval/eval_lapack.c transposes). */
+#define HLO_CUSTOM_TARGETS(X)                                                             \
+  X(SPOTRF, "lapack_spotrf_ffi") X(DPOTRF, "lapack_dpotrf_ffi")                           \
+  X(SGETRF, "lapack_sgetrf_ffi") X(DGETRF, "lapack_dgetrf_ffi")                           \
+  X(STRSM, "lapack_strsm_ffi") X(DTRSM, "lapack_dtrsm_ffi")
+typedef enum {
+  HLO_CUSTOM_NONE,
+#define X(e, s) HLO_CUSTOM_##e,
+  HLO_CUSTOM_TARGETS(X)
+#undef X
+  HLO_CUSTOM_COUNT
+} hlo_custom_target;
+typedef struct hlo_custom_call {
+  int64_t target;                     /* hlo_custom_target */
+  int64_t uplo, side, trans_x, diag;  /* backend_config characters */
+} hlo_custom_call;
+
 typedef struct hlo_comp hlo_comp;
 typedef struct hj_module hlo_module;
 
@@ -144,7 +165,7 @@ typedef struct hj_module hlo_module;
   S(conv.in_feature) S(conv.k_in) S(conv.k_out) S(conv.out_batch) S(conv.out_feature)      \
   I(conv.in_spatial) I(conv.k_spatial) I(conv.out_spatial) S(conv.feature_groups)          \
   S(conv.batch_groups) S(fusion_kind) S(is_stable) S(exponent_bits) S(mantissa_bits) S(k)  \
-  S(largest)
+  S(largest) S(custom.target) S(custom.uplo) S(custom.side) S(custom.trans_x) S(custom.diag)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -170,6 +191,7 @@ typedef struct hlo_instr {
   hlo_scatter_dims scatter;
   hlo_window window;                  /* reduce-window, select-and-scatter, convolution */
   hlo_conv_dims conv;                 /* convolution */
+  hlo_custom_call custom;             /* custom-call */
   hlo_fusion_kind fusion_kind;
   bool is_stable;                     /* sort */
   int64_t exponent_bits, mantissa_bits;  /* reduce-precision */
@@ -296,6 +318,8 @@ bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
 const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
 const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */
 const char *hlo_fusion_kind_name(hlo_fusion_kind k);  /* "kLoop", ... */
+const char *hlo_custom_target_name(int64_t t);     /* "lapack_spotrf_ffi", ...; "?" */
+int64_t hlo_custom_target_from_name(const char *s, size_t n);   /* HLO_CUSTOM_NONE: unknown */
 
 /* ---- shape.c: shapes ----------------------------------------------------------------- */
 hlo_shape hlo_shape_array(hlo_type t, int rank, const int64_t *dims); /* default layout */

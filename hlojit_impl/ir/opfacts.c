@@ -63,6 +63,23 @@ const char *hlo_cmp_type_name(hlo_cmp_type t) {
   return (unsigned)t < HLO_CMPT_COUNT ? n[t] : "?";
 }
 
+static const char *const opf_custom_names[HLO_CUSTOM_COUNT] = {
+  "",
+#define X(e, s) s,
+  HLO_CUSTOM_TARGETS(X)
+#undef X
+};
+
+const char *hlo_custom_target_name(int64_t t) {
+  return t > HLO_CUSTOM_NONE && t < HLO_CUSTOM_COUNT ? opf_custom_names[t] : "?";
+}
+
+int64_t hlo_custom_target_from_name(const char *s, size_t n) {
+  for (int t = HLO_CUSTOM_NONE + 1; t < HLO_CUSTOM_COUNT; t++)
+    if (strlen(opf_custom_names[t]) == n && !memcmp(opf_custom_names[t], s, n)) return t;
+  return HLO_CUSTOM_NONE;
+}
+
 const char *hlo_fusion_kind_name(hlo_fusion_kind k) {
   static const char *n[] = { "kLoop", "kInput", "kOutput", "kCustom" };
   return (unsigned)k < HLO_FUSION_KIND_COUNT ? n[k] : "?";

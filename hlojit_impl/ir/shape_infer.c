@@ -352,6 +352,50 @@ static hj_status si_topk(hlo_si_cx *c, hlo_shape *out) {
   return hlo_si_tuple(c, res, 2, out);
 }
 
+/* custom-call to a LAPACK target (ir.h): matrices in the last two dims, batch dims before.
+   potrf(a[..., n, n]) -> (a, s32[...] info); getrf(a[..., m, n]) -> (a, s32[..., min(m, n)]
+   ipiv (1-based, LAPACK's), s32[...] info); trsm(a[..., k, k], b[..., m, n]) -> b, k = m
+   (side 'L') or n (side 'R'). s* targets f32, d* f64. */
+static hj_status si_custom(hlo_si_cx *c, hlo_shape *out) {
+  const hlo_custom_call *cc = &c->ins->custom;
+  int64_t t = cc->target;
+  bool potrf = t == HLO_CUSTOM_SPOTRF || t == HLO_CUSTOM_DPOTRF, getrf = t == HLO_CUSTOM_SGETRF || t == HLO_CUSTOM_DGETRF;
+  bool trsm = t == HLO_CUSTOM_STRSM || t == HLO_CUSTOM_DTRSM;
+  if (!potrf && !getrf && !trsm) return hlo_si_err(c, "custom-call without a known target");
+  hlo_type ft = t == HLO_CUSTOM_SPOTRF || t == HLO_CUSTOM_SGETRF || t == HLO_CUSTOM_STRSM ? HLO_F32 : HLO_F64;
+  hj_status st = hlo_si_nops(c, trsm ? 2 : 1);
+  for (int k = 0; k < (trsm ? 2 : 1) && !st; k++) st = hlo_si_array(c, k);
+  if (st) return st;
+  const hlo_shape *a = hlo_si_op(c, 0);
+  int r = a->rank;
+  if (a->type != ft || r < 2)
+    return hlo_si_err(c, "%s takes %s matrices (rank >= 2), not %s", hlo_custom_target_name(t), hlo_type_name(ft),
+                      hlo_si_str(c, 0, a));
+  if (potrf && a->dims[r - 1] != a->dims[r - 2]) return hlo_si_err(c, "potrf needs square matrices, not %s", hlo_si_str(c, 0, a));
+  hlo_shape info = hlo_shape_array(HLO_S32, r - 2, a->dims);
+  if (potrf) {
+    hlo_shape el[2] = { hlo_si_result(a), info };
+    return hlo_si_tuple(c, el, 2, out);
+  }
+  if (getrf) {
+    int64_t pd[HLO_MAX_RANK];
+    for (int i = 0; i < r - 2; i++) pd[i] = a->dims[i];
+    pd[r - 2] = a->dims[r - 2] < a->dims[r - 1] ? a->dims[r - 2] : a->dims[r - 1];
+    hlo_shape el[3] = { hlo_si_result(a), hlo_shape_array(HLO_S32, r - 1, pd), info };
+    return hlo_si_tuple(c, el, 3, out);
+  }
+  const hlo_shape *b = hlo_si_op(c, 1);
+  bool left = cc->side != 'R';
+  if (b->type != ft || b->rank != r || a->dims[r - 1] != a->dims[r - 2] ||
+      a->dims[r - 1] != b->dims[left ? r - 2 : r - 1])
+    return hlo_si_err(c, "trsm: %s and %s do not fit (side %c)", hlo_si_str(c, 0, a), hlo_si_str(c, 1, b), left ? 'L' : 'R');
+  for (int i = 0; i < r - 2; i++)
+    if (a->dims[i] != b->dims[i]) return hlo_si_err(c, "trsm: batch dims of %s and %s differ", hlo_si_str(c, 0, a),
+                                                    hlo_si_str(c, 1, b));
+  *out = hlo_si_result(b);
+  return HJ_OK;
+}
+
 static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out);
 
 /* Every result, declared or derived, passes hlo_shape_check: this is what keeps a module
@@ -397,6 +441,7 @@ static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
   case HLO_OP_CONVOLUTION: case HLO_OP_SELECT_AND_SCATTER:
     return hlo_si_reduce_like(c, out);
   case HLO_OP_TOPK: return si_topk(c, out);
+  case HLO_OP_CUSTOM_CALL: return si_custom(c, out);
   default: return si_control(c, out);
   }
 }

@@ -87,11 +87,12 @@ static void rtc_dumps(rtc_build *B) {
   sb = NULL;
   const hj_exec_stats_t *s = &x->stats;
   sb_printf(&sb, "# fusions %d: loop %d, reduction %d, transpose %d, matmul %d, dus %d "
-            "(%d outputs in place), sort %d, scatter %d; "
+            "(%d outputs in place), sort %d, scatter %d; library calls %d; "
             "evaluator %d (runtime ops %d, emitter errors %d); copies %d; arena %lld bytes; "
             "moved %lld bytes per run; %d distinct kernels in %d LLVM modules\n",
             s->fusions, s->kernels_loop, s->kernels_reduction, s->kernels_transpose,
             s->kernels_matmul, s->kernels_dus, s->inplace_updates, s->kernels_sort, s->kernels_scatter,
+            s->library_calls,
             s->evaluator_fallbacks, s->runtime_ops,
             s->emit_errors, s->copies, (long long)s->arena_bytes, (long long)s->bytes_moved,
             s->kernels_distinct, s->llvm_modules);
@@ -405,6 +406,11 @@ static bool rtc_emit_one(rtc_build *B, emit_module *ems, int nmod, double *load,
   emit_kind kind = emit_classify(t->ins, pe->dus_inplace, &hero);
   if (kind == EMIT_KIND_RUNTIME) {
     t->runtime_op = true;
+    if (hero && hero->op == HLO_OP_CUSTOM_CALL) {   /* LAPACK on the host: the work is the library's */
+      snprintf(t->why, sizeof t->why, "library call '%s'", hlo_custom_target_name(hero->custom.target));
+      x->stats.library_calls++;
+      return false;
+    }
     snprintf(t->why, sizeof t->why, "no emitter for '%s'",
              hero ? hlo_opcode_name(hero->op) : "this fusion");
     x->stats.evaluator_fallbacks++;

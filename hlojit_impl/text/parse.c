@@ -236,16 +236,16 @@ static bool prs_shape_next(hlo_parser *P) {
 
 /* Opcodes XLA has and hlojit does not run: "not supported" rather than "unknown". */
 static const char *const prs_other_ops[] = {
-  "custom-call", "all-reduce", "all-reduce-start", "all-reduce-done", "all-gather",
+  "all-reduce", "all-reduce-start", "all-reduce-done", "all-gather",
   "all-gather-start", "all-gather-done", "all-to-all", "ragged-all-to-all", "reduce-scatter",
   "collective-permute", "collective-permute-start", "collective-permute-done",
   "collective-broadcast", "rng", "rng-bit-generator", "rng-get-and-update-state", "infeed",
   "outfeed", "send", "send-done", "recv", "recv-done", "after-all", "add-dependency",
-  "convolution", "fft", "triangular-solve", "cholesky", "batch-norm-training",
-  "batch-norm-inference", "batch-norm-grad", "reduce-precision", "domain", "partition-id",
-  "replica-id", "get-dimension-size", "set-dimension-size", "dynamic-reshape", "copy-start",
+  "fft", "triangular-solve", "cholesky", "batch-norm-training",
+  "batch-norm-inference", "batch-norm-grad", "domain", "partition-id",
+  "replica-id", "set-dimension-size", "dynamic-reshape", "copy-start",
   "copy-done", "async-start", "async-update", "async-done", "real", "imag", "complex",
-  "select-and-scatter", "stochastic-convert", "topk", "erf-inv", "composite", "clz",
+  "stochastic-convert", "erf-inv", "composite",
 };
 
 static hj_status prs_opcode(hlo_parser *P, const hlo_tok *t, hlo_opcode *op) {

@@ -339,6 +339,51 @@ static hj_status pra_sharding(hlo_parser *P, pra_state *S, size_t pos) {
 
 /* ---- the attribute table ------------------------------------------------------------------- */
 
+/* custom_call_target="lapack_spotrf_ffi": one of the targets hlojit runs (ir.h's
+   HLO_CUSTOM_TARGETS), else an error naming it. */
+static hj_status pra_custom_target(hlo_parser *P, pra_state *S, size_t pos) {
+  hlo_tok t = hlo_lex_next(&P->lx);
+  if (t.kind != HLO_TK_STRING) return hlo_prs_unexpected(P, &t, "a quoted custom-call target");
+  S->ins->custom.target = hlo_custom_target_from_name(t.s, t.n);
+  if (S->ins->custom.target == HLO_CUSTOM_NONE)
+    return hlo_prs_err(P, t.pos, HJ_ERR_UNSUPPORTED, "custom-call target \"%.*s\" is not supported (hlojit runs "
+                       "jaxlib's CPU LAPACK targets: potrf, getrf, trsm)", PRA_NM(t.s, t.n));
+  return HJ_OK;
+}
+
+/* A custom-call's backend_config: the FFI's attribute dictionary `{uplo = 76 : ui8, ...}`
+   (the keys LAPACK's kernels take; others are errors), or a string (the legacy API's
+   opaque bytes: the LAPACK targets have none, so it must be empty). */
+static hj_status pra_custom_config(hlo_parser *P, pra_state *S, size_t pos) {
+  hlo_tok t = hlo_lex_peek(&P->lx);
+  if (t.kind == HLO_TK_STRING) {
+    hlo_lex_next(&P->lx);
+    if (t.n) return hlo_prs_err(P, t.pos, HJ_ERR_UNSUPPORTED, "custom-call: an opaque backend_config is not supported");
+    return HJ_OK;
+  }
+  PRA_TRY(hlo_prs_expect(P, '{'));
+  if (hlo_prs_accept(P, '}')) return HJ_OK;
+  static const char *const keys[] = { "uplo", "side", "trans_x", "diag", NULL };
+  for (;;) {
+    int k = 0;
+    PRA_TRY(pra_word(P, keys, "a LAPACK attribute (uplo, side, trans_x, diag)", &k));
+    PRA_TRY(hlo_prs_expect(P, '='));
+    int64_t v;
+    size_t vpos = hlo_lex_peek(&P->lx).pos;
+    PRA_TRY(pra_int(P, &v));
+    if (v < 0 || v > 127)
+      return hlo_prs_err(P, vpos, HJ_ERR_PARSE, "custom-call: attribute value %lld is not a character", (long long)v);
+    if (hlo_prs_accept(P, ':')) {   /* the MLIR type: ui8 */
+      hlo_tok ty = hlo_lex_next(&P->lx);
+      if (ty.kind != HLO_TK_IDENT) return hlo_prs_unexpected(P, &ty, "an integer type (ui8)");
+    }
+    int64_t *f[] = { &S->ins->custom.uplo, &S->ins->custom.side, &S->ins->custom.trans_x, &S->ins->custom.diag };
+    *f[k] = v;
+    if (hlo_prs_accept(P, '}')) return HJ_OK;
+    PRA_TRY(hlo_prs_expect(P, ','));
+  }
+}
+
 typedef enum { PRA_INTS, PRA_INT, PRA_BOOL, PRA_REF, PRA_FN, PRA_SKIP } pra_kind_t;
 typedef struct pra_attr {
   const char *name;
@@ -410,6 +455,12 @@ static const pra_attr pra_table[] = {
   { "select", PRA_REF, PRA_S(select), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
   { "scatter", PRA_REF, PRA_S(scatter), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
   { "sharding", PRA_FN, 0, pra_sharding, PRA_ANY },
+  { "custom_call_target", PRA_FN, 0, pra_custom_target, PRA_OPS(HLO_OP_CUSTOM_CALL) },
+  /* before the generic skip of backend_config below: the first row that applies wins */
+  { "backend_config", PRA_FN, 0, pra_custom_config, PRA_OPS(HLO_OP_CUSTOM_CALL) },
+  { "api_version", PRA_SKIP, 0, NULL, PRA_OPS(HLO_OP_CUSTOM_CALL) },
+  { "operand_layout_constraints", PRA_SKIP, 0, NULL, PRA_OPS(HLO_OP_CUSTOM_CALL) },
+  { "custom_call_has_side_effect", PRA_SKIP, 0, NULL, PRA_OPS(HLO_OP_CUSTOM_CALL) },
   /* No effect on values: skipped. (algorithm= may lower a dot's internal precision on some
      backends; computing at full precision is a valid implementation of it.) */
   { "metadata", PRA_SKIP, 0, NULL, PRA_ANY },
@@ -431,7 +482,10 @@ static const pra_attr pra_table[] = {
   { "inferred_dimension", PRA_SKIP, 0, NULL, PRA_ANY },
 };
 #define PRA_NATTR ((int)(sizeof pra_table / sizeof *pra_table))
-_Static_assert(sizeof pra_table / sizeof *pra_table <= 64, "seen-mask is 64 bits");
+_Static_assert(sizeof pra_table / sizeof *pra_table <= 128, "seen-mask is 128 bits");
+
+typedef struct pra_mask { uint64_t w[2]; } pra_mask;   /* the rows seen, by index */
+static bool pra_mask_has(const pra_mask *m, int i) { return m->w[i >> 6] >> (i & 63) & 1; }
 
 static bool pra_applies(const pra_attr *a, hlo_opcode op) {
   if (a->nops < 0) return true;
@@ -451,7 +505,7 @@ static int pra_find(const char *name, size_t n, hlo_opcode op) {
   return r;
 }
 
-static hj_status pra_one(hlo_parser *P, pra_state *S, uint64_t *seen) {
+static hj_status pra_one(hlo_parser *P, pra_state *S, pra_mask *seen) {
   hlo_tok t = hlo_lex_next(&P->lx);
   if (t.kind != HLO_TK_IDENT) return hlo_prs_unexpected(P, &t, "an attribute name");
   hlo_opcode op = S->ins->op;
@@ -460,8 +514,8 @@ static hj_status pra_one(hlo_parser *P, pra_state *S, uint64_t *seen) {
   if (i == -2)
     return hlo_prs_err(P, t.pos, HJ_ERR_PARSE, "attribute '%.*s' does not apply to op '%s'", PRA_NM(t.s, t.n),
                        hlo_opcode_name(op));
-  if (*seen >> i & 1) return hlo_prs_err(P, t.pos, HJ_ERR_PARSE, "attribute '%s' given twice", pra_table[i].name);
-  *seen |= (uint64_t)1 << i;
+  if (pra_mask_has(seen, i)) return hlo_prs_err(P, t.pos, HJ_ERR_PARSE, "attribute '%s' given twice", pra_table[i].name);
+  seen->w[i >> 6] |= (uint64_t)1 << (i & 63);
   PRA_TRY(hlo_prs_expect(P, '='));
   const pra_attr *a = &pra_table[i];
   char *field = (char *)S->ins + a->off;
@@ -480,13 +534,13 @@ static hj_status pra_one(hlo_parser *P, pra_state *S, uint64_t *seen) {
   return HJ_OK;
 }
 
-static bool pra_seen(uint64_t seen, const char *name, hlo_opcode op) {
+static bool pra_seen(const pra_mask *seen, const char *name, hlo_opcode op) {
   int i = pra_find(name, strlen(name), op);
-  return i >= 0 && (seen >> i & 1);
+  return i >= 0 && pra_mask_has(seen, i);
 }
 
 /* The attributes an op cannot do without (XLA's parser requires the same). */
-static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size_t oppos) {
+static hj_status pra_required(hlo_parser *P, hlo_instr *ins, const pra_mask *seen, size_t oppos) {
   static const char *const none[] = { NULL };
   static const char *const gte[] = { "index", NULL }, *const cmp[] = { "direction", NULL },
       *const iota[] = { "iota_dimension", NULL }, *const slice[] = { "slice", NULL },
@@ -495,6 +549,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
       *const app[] = { "to_apply", NULL }, *const fus[] = { "kind", "calls", NULL },
       *const wh[] = { "condition", "body", NULL }, *const rw[] = { "window", "to_apply", NULL },
       *const rp[] = { "exponent_bits", "mantissa_bits", NULL }, *const tk[] = { "k", NULL },
+      *const cc[] = { "custom_call_target", NULL },
       *const cv[] = { "dim_labels", NULL }, *const sas[] = { "window", "select", "scatter", NULL },
       *const ga[] = { "offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim",
                       "slice_sizes", NULL },
@@ -518,6 +573,7 @@ static hj_status pra_required(hlo_parser *P, hlo_instr *ins, uint64_t seen, size
     if (!pra_seen(seen, "largest", ins->op)) ins->largest = true;   /* XLA's default */
     break;
   case HLO_OP_FUSION: need = fus; break;
+  case HLO_OP_CUSTOM_CALL: need = cc; break;
   case HLO_OP_WHILE: need = wh; break;
   case HLO_OP_REDUCE_WINDOW: need = rw; break;
   case HLO_OP_SELECT_AND_SCATTER: need = sas; break;
@@ -583,9 +639,9 @@ static hj_status pra_calls(hlo_parser *P, pra_state *S) {
 
 hj_status hlo_prs_attrs(hlo_parser *P, hlo_instr *ins, size_t oppos, bool allow_attrs) {
   pra_state S = { .ins = ins };
-  uint64_t seen = 0;
+  pra_mask seen = { { 0, 0 } };
   while (allow_attrs && hlo_prs_accept(P, ',')) PRA_TRY(pra_one(P, &S, &seen));
-  PRA_TRY(pra_required(P, ins, seen, oppos));
+  PRA_TRY(pra_required(P, ins, &seen, oppos));
   return pra_calls(P, &S);
 }
 

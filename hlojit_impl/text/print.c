@@ -292,6 +292,33 @@ static void pr_calls(char **sb, const hlo_instr *ins) {
   }
 }
 
+/* jaxlib's LAPACK targets: operands column-major in their last two dims (the constraint
+   XLA's layout assignment honours), the typed FFI, the attribute dictionary. */
+static void pr_custom(char **sb, const hlo_instr *ins) {
+  const hlo_custom_call *cc = &ins->custom;
+  sb_printf(sb, ", custom_call_target=\"%s\", operand_layout_constraints={", hlo_custom_target_name(cc->target));
+  for (int k = 0; k < ins->noperands; k++) {
+    hlo_shape s = ins->operands[k]->shape;
+    if (hlo_shape_is_array(&s) && s.rank >= 2) {   /* minor-to-major {r-2, r-1, r-3, ..., 0} */
+      s.minor_to_major[0] = (int8_t)(s.rank - 2), s.minor_to_major[1] = (int8_t)(s.rank - 1);
+      for (int i = 2; i < s.rank; i++) s.minor_to_major[i] = (int8_t)(s.rank - 1 - i);
+      s.has_layout = true;
+    }
+    if (k) sb_puts(sb, ", ");
+    hlo_shape_print(sb, &s, true);
+  }
+  sb_puts(sb, "}, api_version=API_VERSION_TYPED_FFI, backend_config={");
+  const struct { const char *k; int64_t v; } kv[] = { { "diag", cc->diag }, { "side", cc->side },
+                                                      { "trans_x", cc->trans_x }, { "uplo", cc->uplo } };
+  bool first = true;
+  for (int i = 0; i < 4; i++)
+    if (kv[i].v) {
+      sb_printf(sb, "%s%s = %lld : ui8", first ? "" : ", ", kv[i].k, (long long)kv[i].v);
+      first = false;
+    }
+  sb_puts(sb, "}");
+}
+
 static void pr_attrs(char **sb, const hlo_instr *ins) {
   switch (ins->op) {
   case HLO_OP_IOTA: sb_printf(sb, ", iota_dimension=%lld", (long long)ins->index); break;
@@ -324,6 +351,7 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
   case HLO_OP_REDUCE_WINDOW: case HLO_OP_SELECT_AND_SCATTER: pr_window(sb, &ins->window); break;
   case HLO_OP_CONVOLUTION: pr_conv(sb, ins); break;
   case HLO_OP_FUSION: sb_printf(sb, ", kind=%s", hlo_fusion_kind_name(ins->fusion_kind)); break;
+  case HLO_OP_CUSTOM_CALL: pr_custom(sb, ins); break;
   default: break;
   }
   pr_calls(sb, ins);

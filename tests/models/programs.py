@@ -319,6 +319,5 @@ PROGRAMS = {f.__name__: f for f in (
 
 # Programs hlojit refuses today, and why (the test expects the refusal: a strict xfail).
 NOT_YET = {
-    "linalg": "custom-call to jaxlib's LAPACK targets (lapack_spotrf_ffi, lapack_sgetrf_ffi, ...) is not built",
     "fft": "complex types (c64) and fft are not built",
 }

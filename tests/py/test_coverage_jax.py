@@ -205,3 +205,44 @@ def test_composite_call():
     # hlojit prints the call without is_composite (its meaning is the decomposition, which
     # XLA reads back as a plain call), so the printed text is not XLA's: printed=False
     jaxcase.run_case("composite", lambda x: softplus(x) * 2, [keys((5, 7), np.float32, 1)], printed=False)
+
+
+# ---- jnp.linalg / lax.linalg: custom-calls to jaxlib's LAPACK targets, run by LAPACK --------
+
+def spd(n, batch=(), seed=1):
+    a = keys((*batch, n, n), np.float32, seed)
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+LINALG = {
+    "cholesky": (lambda a: jnp.linalg.cholesky(a), lambda: [spd(9)]),
+    "cholesky_batched": (lambda a: jnp.linalg.cholesky(a), lambda: [spd(5, (2, 3))]),
+    "cholesky_upper": (lambda a: lax.linalg.cholesky(a, symmetrize_input=False).T, lambda: [spd(6)]),
+    "cholesky_not_spd": (lambda a: jnp.linalg.cholesky(a), lambda: [-spd(4)]),   # NaNs, as JAX
+    "solve": (lambda a, b: jnp.linalg.solve(a, b), lambda: [keys((7, 7), np.float32, 1) + 4 * np.eye(7, dtype=np.float32),
+                                                           keys((7, 3), np.float32, 2)]),
+    "solve_batched": (lambda a, b: jnp.linalg.solve(a, b), lambda: [keys((3, 5, 5), np.float32, 1) + 3 * np.eye(5, dtype=np.float32),
+                                                                   keys((3, 5, 2), np.float32, 2)]),
+    "lu": (lambda a: lax.linalg.lu(a), lambda: [keys((6, 6), np.float32, 3)]),
+    "lu_wide": (lambda a: lax.linalg.lu(a), lambda: [keys((4, 7), np.float32, 3)]),
+    "inv": (lambda a: jnp.linalg.inv(a), lambda: [keys((6, 6), np.float32, 4) + 3 * np.eye(6, dtype=np.float32)]),
+    "tri_left_lower": (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
+                       lambda: [spd(6), keys((6, 4), np.float32, 2)]),
+    "tri_right_upper_t": (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False, lower=False, transpose_a=True),
+                          lambda: [spd(5), keys((3, 5), np.float32, 2)]),
+    "tri_unit": (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True, unit_diagonal=True),
+                 lambda: [spd(5), keys((5, 2), np.float32, 2)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_linalg(name):
+    f, args = LINALG[name]
+    jaxcase.run_case("linalg_" + name, f, args(), taps=16)
+
+
+def test_linalg_f64():
+    with jax.enable_x64(True):
+        a = spd(8).astype(np.float64)
+        jaxcase.run_case("linalg_f64", lambda a, b: (jnp.linalg.cholesky(a), jnp.linalg.solve(a, b)),
+                         [a, keys((8, 2), np.float32, 5).astype(np.float64)], taps=16)

@@ -37,7 +37,8 @@ def _modules():
 
 
 _DROPPED = [r", operand_precision=\{[^}]*\}", r", sharding=\{[^}]*\}",
-            r", frontend_attributes=\{[^}]*\}"]
+            r', frontend_attributes=\{(?:"[^"]*"|[^{}"])*\}',   # quoted values may hold braces
+            r", output_to_operand_aliasing=\{.*?\)\}"]   # a buffer hint (custom-calls), no meaning
 
 
 def _canonical(text):
