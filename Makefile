@@ -157,10 +157,10 @@ $(B)/tests/jit_sweep: tests/jit/jit_sweep.c $(HDRS) $(B)/libhlojit.a
 test-py test-py-cpu: $(B)/tests/jit_sweep
 
 # The convolution API's driver (tests/py/test_conv_api.py runs it).
-$(B)/tests/conv_api_hlo: tests/unit/conv_api_hlo.c $(HDRS) $(B)/libhlojit.a
+$(B)/tests/api_hlo: tests/unit/api_hlo.c $(HDRS) $(B)/libhlojit.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(B)/libhlojit.a $(LDLIBS)
-test-py test-py-cpu: $(B)/tests/conv_api_hlo
+test-py test-py-cpu: $(B)/tests/api_hlo
 
 # The suite of real JAX programs (tests/models/README.md) as a table, evaluator and CPU.
 test-models: all
@@ -227,7 +227,7 @@ TEST_SUITES := unit unit-asan test-threads test-fuzz test-py test-py-cpu test-gp
 # builds what it needs itself when run alone.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD = all $(UNIT_BIN) $(UNIT_BIN_ASAN) $(BA)/hlojit $(BT)/test_threads $(BA)/tests/fuzz_parse $(BA)/tests/fuzz_hlo \
-             $(B)/tests/jit_sweep $(B)/tests/conv_api_hlo $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu gpt2 gpt2-tools \
+             $(B)/tests/jit_sweep $(B)/tests/api_hlo $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu gpt2 gpt2-tools \
              $(B)/asan/tests/test_gpt2_api $(B)/asan/tests/test_gpt2_sample \
              $(B)/asan/tests/test_gpt2_session $(B)/tests/test_gpt2_emu $(CUDA_DOUBLE) \
              $(CUDA_GPU_TESTS:%=$(B)/tests/%)

@@ -475,8 +475,9 @@ typedef struct hj_dot_dims {
    result is the wider type: f32 activations x bf16 weights -> f32. The CPU backend runs an
    f32 x bf16 matmul (also through hj_matmul and hj_linear) in its kernels, widening the
    bf16 operand as it reads it, so the result has the bits of the f32 dot of the widened
-   operand at half the weight bytes; other mixes, and the CUDA backend, run such a dot in
-   the evaluator. */
+   operand at half the weight bytes. Other float dots (bf16 x bf16, f16) run as an f32 dot
+   rounded once to the result type (XLA:CPU's rule); f64, integer (wrapping, as XLA's) and
+   pred dots as loop kernels. */
 hj_tensor_t hj_dot_general(hj_tensor_t a, hj_tensor_t b, const hj_dot_dims_t *d);
 
 /* ---- tuples and control flow ----
@@ -516,6 +517,23 @@ hj_tensor_t hj_dim_size(hj_tensor_t x, int dim);
 hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *window,
                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
 hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
+
+/* ---- linear algebra ----
+   LAPACK's routines as jax.numpy.linalg calls them (custom-calls to jaxlib's CPU LAPACK
+   targets, run by LAPACK through OpenBLAS, found at run time: a module that needs it and a
+   machine without it fail at run time with a message). Matrices are the last two dims, any
+   dims before a batch; f32 or f64.
+   hj_cholesky: the factor L (L L^T = a; |lower|) or U (U^T U = a) of a symmetric positive
+   definite |a| (only its |lower| / upper triangle is read), the other triangle zero; NaN
+   in the triangle of a matrix that is not positive definite (JAX's rule).
+   hj_triangular_solve: x with op(a) x = b (|left_side|) or x op(a) = b, a triangular
+   (|lower| or upper triangle read; ones assumed on the diagonal when |unit_diagonal|),
+   op(a) = a^T when |transpose_a|. A solve with a symmetric positive definite a:
+   l = hj_cholesky(a, true); y = hj_triangular_solve(l, b, true, true, false, false);
+   x = hj_triangular_solve(l, y, true, true, true, false). */
+hj_tensor_t hj_cholesky(hj_tensor_t a, bool lower);
+hj_tensor_t hj_triangular_solve(hj_tensor_t a, hj_tensor_t b, bool left_side, bool lower,
+                                bool transpose_a, bool unit_diagonal);
 
 /* ---- convolution and pooling ----
    hj_conv_general: XLA's convolution with every field. Which dim of x (the input), w (the

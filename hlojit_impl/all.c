@@ -80,6 +80,7 @@
 #include "api/buffer.c"
 #include "api/builder.c"
 #include "api/builder_conv.c"
+#include "api/builder_linalg.c"
 #include "api/builder_ops.c"
 #include "api/control.c"
 #include "api/composites.c"

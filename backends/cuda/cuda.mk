@@ -102,7 +102,7 @@ $(B)/tests/cuda_emu_run: tests/unit/cuda_emu_run.c tests/unit/cuda_emu.h $(wildc
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(B)/libhlojit.a $(LDLIBS)
 
-test-cuda-emu: $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu $(B)/tests/conv_api_hlo
+test-cuda-emu: $(B)/tests/cuda_emu_run $(B)/tests/fuzz_hlo_emu $(B)/tests/api_hlo
 	HLOJIT_BIN=$(abspath $(B)/tests/cuda_emu_run) HLOJIT_BACKEND=gpu-emulator $(PY) -m pytest -q -rfE -p no:cacheprovider \
 	  tests/py/test_ops_numpy.py tests/py/test_ops_numpy_shape.py tests/py/test_golden.py tests/py/test_jax_fixtures.py \
 	  tests/py/test_conv_jax.py tests/py/test_conv_api.py tests/py/test_coverage_jax.py \

@@ -1,12 +1,14 @@
-"""hlojit.h's convolution and pooling API against JAX.
+"""hlojit.h's convolution and pooling API, and its linear algebra, against JAX.
 
-build/tests/conv_api_hlo (tests/unit/conv_api_hlo.c) builds each case with the public API
+build/tests/api_hlo (tests/unit/api_hlo.c) builds each case with the public API
 (hj_conv, hj_conv_transpose, hj_conv_general, hj_max_pool, hj_avg_pool) and writes the
 module; `hlojit run --backend $HLOJIT_BACKEND` runs it on random inputs and the outputs are
 compared with the JAX function below on the same inputs (jax.lax.conv_general_dilated,
 conv_transpose, reduce_window; written from JAX's documented semantics, not from hlojit's
-code). Tolerance: 1e-4 relative + 1e-5 absolute for f32, 2^-7 relative for bf16. The error
-cases must fail with a message naming the function.
+code); hj_cholesky and hj_triangular_solve against jnp.linalg.cholesky and
+lax.linalg.triangular_solve (inputs marked "spd" are symmetric positive definite, "tri"
+well-conditioned triangular-ish: a + 4 I). Tolerance: 1e-4 relative + 1e-5 absolute for
+f32, 2^-7 relative for bf16. The error cases must fail with a message naming the function.
 """
 import os
 import subprocess
@@ -22,7 +24,7 @@ jax.config.update("jax_platforms", "cpu")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
-DRIVER = BUILD / "tests" / "conv_api_hlo"
+DRIVER = BUILD / "tests" / "api_hlo"
 NHWC, NCHW = ("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW")
 
 
@@ -58,9 +60,16 @@ CASES = {   # name: (input shapes and dtypes, JAX reference)
     "avg_pool_exclude": ([(1, 2, 7, 7)], avg_exclude),
     "avg_pool_include": ([(1, 6, 6, 2)],
                          lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4),
+    "chol_lower": ([((7, 7), "spd")], lambda a: jnp.linalg.cholesky(a)),
+    "chol_upper_batched": ([((2, 3, 5, 5), "spd")], lambda a: jnp.swapaxes(jnp.linalg.cholesky(a), -1, -2)),
+    "chol_solve": ([((6, 6), "spd"), (6, 2)], lambda a, b: jnp.linalg.solve(a, b)),
+    "trisolve_right_upper": ([((5, 5), "tri"), (3, 5)],
+                             lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False, lower=False,
+                                                                      unit_diagonal=True)),
 }
 ERRORS = {"err_features": "hj_conv:", "err_bias": "hj_conv: the bias", "err_pool_window": "hj_max_pool:",
-          "err_rank": "hj_conv_transpose:"}
+          "err_rank": "hj_conv_transpose:", "err_chol_square": "hj_cholesky: needs square",
+          "err_trisolve_type": "hj_triangular_solve:"}
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +98,10 @@ def test_api_case(driver, name, tmp_path):
     for s in shapes:
         shape, t = (s, "f32") if isinstance(s[0], int) else s
         a = rng.uniform(-1, 1, shape).astype(np.float32)
+        if t == "spd":
+            a = (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(np.float32)
+        if t == "tri":
+            a = (a + 4 * np.eye(shape[-1])).astype(np.float32)
         args.append(a.astype(opcases.BF16) if t == "bf16" else a)
     want = np.asarray(ref(*[jnp.asarray(a) for a in args]))
     got = opcases.run("api_" + name, (tmp_path / "m.hlo").read_text(), args, 1)[0]

@@ -147,6 +147,10 @@ static hj_tensor_t o_avg_pool(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
                        .padding = HJ_PAD_SAME, .exclude_pad = true };
   return hj_avg_pool(hj_reshape(a, HJ_SHAPE(1, 1, 4, 4)), &o);
 }
+static hj_tensor_t o_cholesky(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_cholesky(a, true); }
+static hj_tensor_t o_triangular_solve(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  return hj_triangular_solve(a, b, true, false, true, false);
+}
 
 /* kinds of the operand slots: F f32[4,4], f f32[4] (gamma, beta), I s32[4,4], S s32[]
    (indices and starts), J s32[2,1] (gather/scatter indices), U f32[2,4] (updates),
@@ -170,7 +174,7 @@ static const th_op th_ops[] = {
   OP(softmax, "F"), OP(log_softmax, "F"), OP(layer_norm, "Fff"), OP(mean, "F"), OP(var, "F"),
   OP(argmax, "F"), OP(split, "F"), OP(unpack, "FF"), OP(linear, "FFf"), OP(dim_size, "F"),
   OP(reduce_window, "F"), OP(cumulative, "F"), OP(conv, "FFc"), OP(conv_transpose, "FF"), OP(conv_general, "FF"),
-  OP(max_pool, "F"), OP(avg_pool, "F"),
+  OP(max_pool, "F"), OP(avg_pool, "F"), OP(cholesky, "F"), OP(triangular_solve, "FF"),
 };
 #undef OP
 enum { TH_NOPS = sizeof th_ops / sizeof th_ops[0] };

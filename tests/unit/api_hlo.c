@@ -1,10 +1,11 @@
-/* conv_api_hlo.c — the driver of tests/py/test_conv_api.py: builds one case of hlojit.h's
+/* api_hlo.c — the driver of tests/py/test_conv_api.py: builds one case of hlojit.h's
    convolution and pooling API (hj_conv, hj_conv_transpose, hj_conv_general, hj_max_pool,
-   hj_avg_pool) with the public API only and writes the graph's module as HLO text, which
-   the test runs through `hlojit run` and compares with JAX (jax.lax.conv_general_dilated,
-   conv_transpose, reduce_window) on the same inputs.
+   hj_avg_pool) and its linear algebra (hj_cholesky, hj_triangular_solve) with the public
+   API only and writes the graph's module as HLO text, which the test runs through `hlojit
+   run` and compares with JAX (jax.lax.conv_general_dilated, conv_transpose, reduce_window,
+   jnp.linalg.cholesky, lax.linalg.triangular_solve) on the same inputs.
 
-     conv_api_hlo CASE OUT.hlo     (CASE: see the table below; `list` prints them)
+     api_hlo CASE OUT.hlo     (CASE: see the table below; `list` prints them)
 
    Exit status 0 with the module written; 1 with the library's message on stderr (the
    error cases expect that, naming the function). */
@@ -123,11 +124,37 @@ static hj_tensor_t err_rank(hj_graph_t *g) {
   return hj_conv_transpose(x, w, NULL);
 }
 
+static hj_tensor_t chol_lower(hj_graph_t *g) { return hj_cholesky(cah_param(g, "a", HJ_F32, HJ_SHAPE(7, 7)), true); }
+
+static hj_tensor_t chol_upper_batched(hj_graph_t *g) {
+  return hj_cholesky(cah_param(g, "a", HJ_F32, HJ_SHAPE(2, 3, 5, 5)), false);
+}
+
+static hj_tensor_t chol_solve(hj_graph_t *g) {   /* hlojit.h's recipe: a x = b, a SPD */
+  hj_tensor_t a = cah_param(g, "a", HJ_F32, HJ_SHAPE(6, 6)), b = cah_param(g, "b", HJ_F32, HJ_SHAPE(6, 2));
+  hj_tensor_t l = hj_cholesky(a, true);
+  return hj_triangular_solve(l, hj_triangular_solve(l, b, true, true, false, false), true, true, true, false);
+}
+
+static hj_tensor_t trisolve_right_upper(hj_graph_t *g) {
+  hj_tensor_t a = cah_param(g, "a", HJ_F32, HJ_SHAPE(5, 5)), b = cah_param(g, "b", HJ_F32, HJ_SHAPE(3, 5));
+  return hj_triangular_solve(a, b, false, false, false, true);
+}
+
+static hj_tensor_t err_chol_square(hj_graph_t *g) { return hj_cholesky(cah_param(g, "a", HJ_F32, HJ_SHAPE(3, 4)), true); }
+
+static hj_tensor_t err_trisolve_type(hj_graph_t *g) {
+  return hj_triangular_solve(cah_param(g, "a", HJ_F32, HJ_SHAPE(3, 3)), cah_param(g, "b", HJ_S32, HJ_SHAPE(3, 2)),
+                             true, true, false, false);
+}
+
 static const struct { const char *name; cah_fn fn; } cah_cases[] = {
 #define C(f) { #f, f }
   C(conv_nhwc_same_bias), C(conv_nchw_groups), C(conv_depthwise), C(conv_1d_default), C(conv_bf16),
   C(conv_transpose_same), C(conv_transpose_valid), C(conv_general_rev), C(max_pool_same),
   C(avg_pool_exclude), C(avg_pool_include), C(err_features), C(err_bias), C(err_pool_window), C(err_rank),
+  C(chol_lower), C(chol_upper_batched), C(chol_solve), C(trisolve_right_upper), C(err_chol_square),
+  C(err_trisolve_type),
 #undef C
 };
 
@@ -138,13 +165,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc != 3) {
-    fprintf(stderr, "usage: conv_api_hlo CASE|list OUT.hlo\n");
+    fprintf(stderr, "usage: api_hlo CASE|list OUT.hlo\n");
     return 1;
   }
   int k = 0;
   while (k < n && strcmp(cah_cases[k].name, argv[1])) k++;
   if (k == n) {
-    fprintf(stderr, "conv_api_hlo: no case '%s'\n", argv[1]);
+    fprintf(stderr, "api_hlo: no case '%s'\n", argv[1]);
     return 1;
   }
   hj_ctx_t *ctx = NULL;
@@ -153,12 +180,12 @@ int main(int argc, char **argv) {
   char *text = NULL;
   if (hj_ctx_create(NULL, &ctx) || hj_graph_create(ctx, cah_cases[k].name, &g) ||
       hj_graph_output(g, cah_cases[k].fn(g)) || hj_graph_to_module(g, &m) || hj_module_print(m, &text)) {
-    fprintf(stderr, "conv_api_hlo: %s\n", ctx ? hj_ctx_error(ctx) : "no context");
+    fprintf(stderr, "api_hlo: %s\n", ctx ? hj_ctx_error(ctx) : "no context");
     return 1;
   }
   FILE *f = fopen(argv[2], "w");
   if (!f || fputs(text, f) < 0 || fclose(f)) {
-    fprintf(stderr, "conv_api_hlo: cannot write %s\n", argv[2]);
+    fprintf(stderr, "api_hlo: cannot write %s\n", argv[2]);
     return 1;
   }
   free(text);
