@@ -124,13 +124,19 @@ typedef struct hlo_conv_dims {
 
 /* custom-call: the targets hlojit runs (jaxlib's CPU LAPACK FFI kernels; an unknown target
    is a parse error naming it), and the characters of their backend_config (LAPACK's own:
-   uplo 'L'/'U', side 'L'/'R', trans_x 'N'/'T'/'C', diag 'U'/'N'; 0 when absent). The
+   uplo 'L'/'U', side 'L'/'R', trans_x 'N'/'T'/'C', diag 'U'/'N', mode: syevd's 'V'/'N'
+   (eigenvectors or not), gesdd's 'A'/'S'/'N' (full, economy or no U and V^T); 0 when
+   absent). The
    matrices are the last two dims (any batch dims before), column-major in XLA's layout,
    which hlojit's logical row-major buffers do not need (eval/eval_lapack.c transposes). */
 #define HLO_CUSTOM_TARGETS(X)                                                             \
   X(SPOTRF, "lapack_spotrf_ffi") X(DPOTRF, "lapack_dpotrf_ffi")                           \
   X(SGETRF, "lapack_sgetrf_ffi") X(DGETRF, "lapack_dgetrf_ffi")                           \
-  X(STRSM, "lapack_strsm_ffi") X(DTRSM, "lapack_dtrsm_ffi")
+  X(STRSM, "lapack_strsm_ffi") X(DTRSM, "lapack_dtrsm_ffi")                               \
+  X(SGEQRF, "lapack_sgeqrf_ffi") X(DGEQRF, "lapack_dgeqrf_ffi")                           \
+  X(SORGQR, "lapack_sorgqr_ffi") X(DORGQR, "lapack_dorgqr_ffi")                           \
+  X(SSYEVD, "lapack_ssyevd_ffi") X(DSYEVD, "lapack_dsyevd_ffi")                           \
+  X(SGESDD, "lapack_sgesdd_ffi") X(DGESDD, "lapack_dgesdd_ffi")
 typedef enum {
   HLO_CUSTOM_NONE,
 #define X(e, s) HLO_CUSTOM_##e,
@@ -138,9 +144,14 @@ typedef enum {
 #undef X
   HLO_CUSTOM_COUNT
 } hlo_custom_target;
+/* The targets come in (single, double) pairs, in this order: */
+typedef enum { HLO_LAPACK_POTRF, HLO_LAPACK_GETRF, HLO_LAPACK_TRSM, HLO_LAPACK_GEQRF, HLO_LAPACK_ORGQR,
+               HLO_LAPACK_SYEVD, HLO_LAPACK_GESDD } hlo_lapack_op;
+static inline hlo_lapack_op hlo_custom_lapack_op(int64_t t) { return (hlo_lapack_op)((t - 1) / 2); }
+static inline bool hlo_custom_is_f64(int64_t t) { return (t - 1) % 2 == 1; }
 typedef struct hlo_custom_call {
   int64_t target;                     /* hlo_custom_target */
-  int64_t uplo, side, trans_x, diag;  /* backend_config characters */
+  int64_t uplo, side, trans_x, diag, mode;   /* backend_config characters */
 } hlo_custom_call;
 
 typedef struct hlo_comp hlo_comp;
@@ -165,7 +176,8 @@ typedef struct hj_module hlo_module;
   S(conv.in_feature) S(conv.k_in) S(conv.k_out) S(conv.out_batch) S(conv.out_feature)      \
   I(conv.in_spatial) I(conv.k_spatial) I(conv.out_spatial) S(conv.feature_groups)          \
   S(conv.batch_groups) S(fusion_kind) S(is_stable) S(exponent_bits) S(mantissa_bits) S(k)  \
-  S(largest) S(custom.target) S(custom.uplo) S(custom.side) S(custom.trans_x) S(custom.diag)
+  S(largest) S(custom.target) S(custom.uplo) S(custom.side) S(custom.trans_x) S(custom.diag) \
+  S(custom.mode)
 
 typedef struct hlo_instr {
   hlo_opcode op;

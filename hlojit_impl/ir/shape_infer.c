@@ -352,47 +352,69 @@ static hj_status si_topk(hlo_si_cx *c, hlo_shape *out) {
   return hlo_si_tuple(c, res, 2, out);
 }
 
-/* custom-call to a LAPACK target (ir.h): matrices in the last two dims, batch dims before.
-   potrf(a[..., n, n]) -> (a, s32[...] info); getrf(a[..., m, n]) -> (a, s32[..., min(m, n)]
-   ipiv (1-based, LAPACK's), s32[...] info); trsm(a[..., k, k], b[..., m, n]) -> b, k = m
-   (side 'L') or n (side 'R'). s* targets f32, d* f64. */
+/* custom-call to a LAPACK target (ir.h): matrices in the last two dims, batch dims before
+   (info: s32[batch]; k = min(m, n)). s* targets f32, d* f64.
+     potrf(a[.., n, n]) -> (a, info)          getrf(a[.., m, n]) -> (a, s32[.., k] ipiv, info)
+     trsm(a[.., k, k], b[.., m, n]) -> b, k = m (side 'L') or n ('R')
+     geqrf(a[.., m, n]) -> (a, tau[.., k])    orgqr(a[.., m, n], tau[.., k]) -> a, m >= n >= k
+     syevd(a[.., n, n]) -> (a (eigenvectors), w[.., n], info)
+     gesdd(a[.., m, n]) -> (a, s[.., k], u[.., m, m | k], vt[.., n | k, n], info): mode 'S'
+       (economy) k, else ('A', 'N': the full shapes JAX declares) m and n. */
 static hj_status si_custom(hlo_si_cx *c, hlo_shape *out) {
   const hlo_custom_call *cc = &c->ins->custom;
   int64_t t = cc->target;
-  bool potrf = t == HLO_CUSTOM_SPOTRF || t == HLO_CUSTOM_DPOTRF, getrf = t == HLO_CUSTOM_SGETRF || t == HLO_CUSTOM_DGETRF;
-  bool trsm = t == HLO_CUSTOM_STRSM || t == HLO_CUSTOM_DTRSM;
-  if (!potrf && !getrf && !trsm) return hlo_si_err(c, "custom-call without a known target");
-  hlo_type ft = t == HLO_CUSTOM_SPOTRF || t == HLO_CUSTOM_SGETRF || t == HLO_CUSTOM_STRSM ? HLO_F32 : HLO_F64;
-  hj_status st = hlo_si_nops(c, trsm ? 2 : 1);
-  for (int k = 0; k < (trsm ? 2 : 1) && !st; k++) st = hlo_si_array(c, k);
+  if (t <= HLO_CUSTOM_NONE || t >= HLO_CUSTOM_COUNT) return hlo_si_err(c, "custom-call without a known target");
+  hlo_lapack_op op = hlo_custom_lapack_op(t);
+  hlo_type ft = hlo_custom_is_f64(t) ? HLO_F64 : HLO_F32;
+  int nops = op == HLO_LAPACK_TRSM || op == HLO_LAPACK_ORGQR ? 2 : 1;
+  hj_status st = hlo_si_nops(c, nops);
+  for (int k = 0; k < nops && !st; k++) st = hlo_si_array(c, k);
   if (st) return st;
   const hlo_shape *a = hlo_si_op(c, 0);
   int r = a->rank;
   if (a->type != ft || r < 2)
     return hlo_si_err(c, "%s takes %s matrices (rank >= 2), not %s", hlo_custom_target_name(t), hlo_type_name(ft),
                       hlo_si_str(c, 0, a));
-  if (potrf && a->dims[r - 1] != a->dims[r - 2]) return hlo_si_err(c, "potrf needs square matrices, not %s", hlo_si_str(c, 0, a));
-  hlo_shape info = hlo_shape_array(HLO_S32, r - 2, a->dims);
-  if (potrf) {
-    hlo_shape el[2] = { hlo_si_result(a), info };
-    return hlo_si_tuple(c, el, 2, out);
-  }
-  if (getrf) {
-    int64_t pd[HLO_MAX_RANK];
-    for (int i = 0; i < r - 2; i++) pd[i] = a->dims[i];
-    pd[r - 2] = a->dims[r - 2] < a->dims[r - 1] ? a->dims[r - 2] : a->dims[r - 1];
-    hlo_shape el[3] = { hlo_si_result(a), hlo_shape_array(HLO_S32, r - 1, pd), info };
+  int64_t m = a->dims[r - 2], n = a->dims[r - 1], k = m < n ? m : n;
+  bool square = op == HLO_LAPACK_POTRF || op == HLO_LAPACK_TRSM || op == HLO_LAPACK_SYEVD;
+  if (square && m != n) return hlo_si_err(c, "%s needs square matrices, not %s", hlo_custom_target_name(t), hlo_si_str(c, 0, a));
+  /* batch-shaped pieces: info, and vectors / matrices with the batch dims in front */
+  hlo_shape info = hlo_shape_array(HLO_S32, r - 2, a->dims), vec = hlo_shape_array(ft, r - 1, a->dims);
+  vec.dims[r - 2] = k;
+  hlo_shape el[5] = { hlo_si_result(a) };
+  switch (op) {
+  case HLO_LAPACK_POTRF: el[1] = info; return hlo_si_tuple(c, el, 2, out);
+  case HLO_LAPACK_GETRF:
+    el[1] = vec, el[1].type = HLO_S32, el[2] = info;
     return hlo_si_tuple(c, el, 3, out);
+  case HLO_LAPACK_GEQRF: el[1] = vec; return hlo_si_tuple(c, el, 2, out);
+  case HLO_LAPACK_SYEVD: el[1] = vec, el[2] = info; return hlo_si_tuple(c, el, 3, out);
+  case HLO_LAPACK_GESDD: {
+    bool econ = cc->mode == 'S';
+    el[1] = vec;
+    el[2] = hlo_shape_array(ft, r, a->dims), el[3] = hlo_shape_array(ft, r, a->dims);
+    el[2].dims[r - 2] = m, el[2].dims[r - 1] = econ ? k : m;
+    el[3].dims[r - 2] = econ ? k : n, el[3].dims[r - 1] = n;
+    el[4] = info;
+    return hlo_si_tuple(c, el, 5, out);
+  }
+  case HLO_LAPACK_ORGQR: case HLO_LAPACK_TRSM: break;
   }
   const hlo_shape *b = hlo_si_op(c, 1);
-  bool left = cc->side != 'R';
-  if (b->type != ft || b->rank != r || a->dims[r - 1] != a->dims[r - 2] ||
-      a->dims[r - 1] != b->dims[left ? r - 2 : r - 1])
-    return hlo_si_err(c, "trsm: %s and %s do not fit (side %c)", hlo_si_str(c, 0, a), hlo_si_str(c, 1, b), left ? 'L' : 'R');
+  if (op == HLO_LAPACK_ORGQR) {
+    if (b->type != ft || b->rank != r - 1 || b->dims[r - 2] > n || n > m)
+      return hlo_si_err(c, "orgqr: %s and tau %s do not fit (m >= n >= k)", hlo_si_str(c, 0, a), hlo_si_str(c, 1, b));
+  } else {
+    bool left = cc->side != 'R';
+    if (b->type != ft || b->rank != r || n != b->dims[left ? r - 2 : r - 1])
+      return hlo_si_err(c, "trsm: %s and %s do not fit (side %c)", hlo_si_str(c, 0, a), hlo_si_str(c, 1, b),
+                        left ? 'L' : 'R');
+  }
   for (int i = 0; i < r - 2; i++)
-    if (a->dims[i] != b->dims[i]) return hlo_si_err(c, "trsm: batch dims of %s and %s differ", hlo_si_str(c, 0, a),
-                                                    hlo_si_str(c, 1, b));
-  *out = hlo_si_result(b);
+    if (a->dims[i] != b->dims[i])
+      return hlo_si_err(c, "%s: batch dims of %s and %s differ", hlo_custom_target_name(t), hlo_si_str(c, 0, a),
+                        hlo_si_str(c, 1, b));
+  *out = op == HLO_LAPACK_TRSM ? hlo_si_result(b) : hlo_si_result(a);
   return HJ_OK;
 }
 

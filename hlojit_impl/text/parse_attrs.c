@@ -347,7 +347,7 @@ static hj_status pra_custom_target(hlo_parser *P, pra_state *S, size_t pos) {
   S->ins->custom.target = hlo_custom_target_from_name(t.s, t.n);
   if (S->ins->custom.target == HLO_CUSTOM_NONE)
     return hlo_prs_err(P, t.pos, HJ_ERR_UNSUPPORTED, "custom-call target \"%.*s\" is not supported (hlojit runs "
-                       "jaxlib's CPU LAPACK targets: potrf, getrf, trsm)", PRA_NM(t.s, t.n));
+                       "jaxlib's CPU LAPACK targets: potrf, getrf, trsm, geqrf, orgqr, syevd, gesdd)", PRA_NM(t.s, t.n));
   return HJ_OK;
 }
 
@@ -363,10 +363,10 @@ static hj_status pra_custom_config(hlo_parser *P, pra_state *S, size_t pos) {
   }
   PRA_TRY(hlo_prs_expect(P, '{'));
   if (hlo_prs_accept(P, '}')) return HJ_OK;
-  static const char *const keys[] = { "uplo", "side", "trans_x", "diag", NULL };
+  static const char *const keys[] = { "uplo", "side", "trans_x", "diag", "mode", NULL };
   for (;;) {
     int k = 0;
-    PRA_TRY(pra_word(P, keys, "a LAPACK attribute (uplo, side, trans_x, diag)", &k));
+    PRA_TRY(pra_word(P, keys, "a LAPACK attribute (uplo, side, trans_x, diag, mode)", &k));
     PRA_TRY(hlo_prs_expect(P, '='));
     int64_t v;
     size_t vpos = hlo_lex_peek(&P->lx).pos;
@@ -377,7 +377,8 @@ static hj_status pra_custom_config(hlo_parser *P, pra_state *S, size_t pos) {
       hlo_tok ty = hlo_lex_next(&P->lx);
       if (ty.kind != HLO_TK_IDENT) return hlo_prs_unexpected(P, &ty, "an integer type (ui8)");
     }
-    int64_t *f[] = { &S->ins->custom.uplo, &S->ins->custom.side, &S->ins->custom.trans_x, &S->ins->custom.diag };
+    int64_t *f[] = { &S->ins->custom.uplo, &S->ins->custom.side, &S->ins->custom.trans_x, &S->ins->custom.diag,
+                     &S->ins->custom.mode };
     *f[k] = v;
     if (hlo_prs_accept(P, '}')) return HJ_OK;
     PRA_TRY(hlo_prs_expect(P, ','));

@@ -292,14 +292,15 @@ static void pr_calls(char **sb, const hlo_instr *ins) {
   }
 }
 
-/* jaxlib's LAPACK targets: operands column-major in their last two dims (the constraint
+/* jaxlib's LAPACK targets: matrix operands (not orgqr's tau) column-major in their last two dims (the constraint
    XLA's layout assignment honours), the typed FFI, the attribute dictionary. */
-static void pr_custom(char **sb, const hlo_instr *ins) {
+static void pr_custom(char **sb, const hlo_instr *ins) {   /* keys sorted, as JAX prints them */
   const hlo_custom_call *cc = &ins->custom;
   sb_printf(sb, ", custom_call_target=\"%s\", operand_layout_constraints={", hlo_custom_target_name(cc->target));
   for (int k = 0; k < ins->noperands; k++) {
     hlo_shape s = ins->operands[k]->shape;
-    if (hlo_shape_is_array(&s) && s.rank >= 2) {   /* minor-to-major {r-2, r-1, r-3, ..., 0} */
+    bool vec = k == 1 && cc->target > HLO_CUSTOM_NONE && hlo_custom_lapack_op(cc->target) == HLO_LAPACK_ORGQR;
+    if (hlo_shape_is_array(&s) && s.rank >= 2 && !vec) {   /* minor-to-major {r-2, r-1, r-3, ..., 0} */
       s.minor_to_major[0] = (int8_t)(s.rank - 2), s.minor_to_major[1] = (int8_t)(s.rank - 1);
       for (int i = 2; i < s.rank; i++) s.minor_to_major[i] = (int8_t)(s.rank - 1 - i);
       s.has_layout = true;
@@ -308,10 +309,11 @@ static void pr_custom(char **sb, const hlo_instr *ins) {
     hlo_shape_print(sb, &s, true);
   }
   sb_puts(sb, "}, api_version=API_VERSION_TYPED_FFI, backend_config={");
-  const struct { const char *k; int64_t v; } kv[] = { { "diag", cc->diag }, { "side", cc->side },
-                                                      { "trans_x", cc->trans_x }, { "uplo", cc->uplo } };
+  const struct { const char *k; int64_t v; } kv[] = { { "diag", cc->diag }, { "mode", cc->mode },
+                                                      { "side", cc->side }, { "trans_x", cc->trans_x },
+                                                      { "uplo", cc->uplo } };
   bool first = true;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (kv[i].v) {
       sb_printf(sb, "%s%s = %lld : ui8", first ? "" : ", ", kv[i].k, (long long)kv[i].v);
       first = false;

@@ -305,7 +305,9 @@ def scatter_ops():
 def linalg():
     def f(a, b):
         spd = a @ a.T + 8 * jnp.eye(8)
-        return jnp.linalg.cholesky(spd), jnp.linalg.solve(spd, b)
+        q, r = jnp.linalg.qr(b)
+        return (jnp.linalg.cholesky(spd), jnp.linalg.solve(spd, b), q, r, jnp.linalg.eigvalsh(spd),
+                jnp.linalg.svd(a, compute_uv=False), jnp.linalg.slogdet(a)[1])
     return f, [_x((8, 8), 1), _x((8, 3), 2)], F32_TOL
 
 

@@ -37,7 +37,7 @@ def run_case(name, f, args, taps=9, exact=False, printed=True):
     names the case's directory under opcases.case_dir."""
     hlo = jax.jit(f).lower(*args).as_text(dialect="hlo")
     want = jax.jit(f)(*args)
-    want = list(want) if isinstance(want, (tuple, list)) else [want]
+    want = jax.tree_util.tree_leaves(want)
     want = [np.asarray(w) for w in want]
     d = opcases.case_dir(name)
     mod = os.path.join(d, "mod.hlo")

@@ -232,6 +232,16 @@ LINALG = {
                           lambda: [spd(5), keys((3, 5), np.float32, 2)]),
     "tri_unit": (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True, unit_diagonal=True),
                  lambda: [spd(5), keys((5, 2), np.float32, 2)]),
+    "det": (lambda a: jnp.linalg.det(a), lambda: [keys((2, 5, 5), np.float32, 6)]),
+    "qr_reduced": (lambda a: jnp.linalg.qr(a), lambda: [keys((7, 4), np.float32, 7)]),
+    "qr_complete": (lambda a: jnp.linalg.qr(a, mode="complete"), lambda: [keys((5, 3), np.float32, 7)]),
+    "qr_batched": (lambda a: jnp.linalg.qr(a), lambda: [keys((3, 4, 4), np.float32, 8)]),
+    "eigh": (lambda a: jnp.linalg.eigh(a), lambda: [spd(6)]),
+    "eigvalsh_batched": (lambda a: jnp.linalg.eigvalsh(a), lambda: [spd(5, (3,))]),
+    "svd_full": (lambda a: jnp.linalg.svd(a), lambda: [keys((6, 4), np.float32, 9)]),
+    "svd_economy": (lambda a: jnp.linalg.svd(a, full_matrices=False), lambda: [keys((4, 7), np.float32, 9)]),
+    "svd_values": (lambda a: jnp.linalg.svd(a, compute_uv=False), lambda: [keys((2, 5, 3), np.float32, 9)]),
+    "lstsq_pinv": (lambda a: jnp.linalg.pinv(a), lambda: [keys((6, 3), np.float32, 10)]),
 }
 
 
@@ -244,5 +254,6 @@ def test_linalg(name):
 def test_linalg_f64():
     with jax.enable_x64(True):
         a = spd(8).astype(np.float64)
-        jaxcase.run_case("linalg_f64", lambda a, b: (jnp.linalg.cholesky(a), jnp.linalg.solve(a, b)),
+        jaxcase.run_case("linalg_f64", lambda a, b: (jnp.linalg.cholesky(a), jnp.linalg.solve(a, b),
+                                                     jnp.linalg.qr(b), jnp.linalg.eigh(a), jnp.linalg.svd(b)),
                          [a, keys((8, 2), np.float32, 5).astype(np.float64)], taps=16)
