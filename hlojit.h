@@ -518,6 +518,17 @@ hj_tensor_t hj_reduce_window(hj_tensor_t x, hj_reducer_t r, const int64_t *windo
                              const int64_t *strides, const int64_t *pad_lo, const int64_t *pad_hi);
 hj_tensor_t hj_cumulative(hj_tensor_t x, hj_reducer_t r, int axis, bool reverse);
 
+/* ---- random numbers ----
+   XLA's counter-based generators, stateless: the state is a u64[2] tensor (a key and a
+   counter; philox also takes a u64[3]: key, counter low, counter high); every call returns
+   the tuple (new state, values) — hj_unpack it, and pass the new state to the next draw.
+   hj_rng_bits: |shape| of random bits of integer type |t|, XLA's rng-bit-generator bit for
+   bit (jax.lax.rng_bit_generator; HJ_RNG_DEFAULT is philox, as XLA:CPU). hj_rng_uniform:
+   f32 in [0, 1), 23 random mantissa bits each (XLA's and JAX's construction). */
+typedef enum hj_rng_algorithm { HJ_RNG_DEFAULT = 0, HJ_RNG_THREE_FRY, HJ_RNG_PHILOX } hj_rng_algorithm_t;
+hj_tensor_t hj_rng_bits(hj_tensor_t state, hj_rng_algorithm_t alg, hj_dtype_t t, hj_shape_t shape);
+hj_tensor_t hj_rng_uniform(hj_tensor_t state, hj_rng_algorithm_t alg, hj_shape_t shape);
+
 /* ---- linear algebra ----
    LAPACK's routines as jax.numpy.linalg calls them (custom-calls to jaxlib's CPU LAPACK
    targets, run by LAPACK through OpenBLAS, found at run time: a module that needs it and a

@@ -101,7 +101,7 @@ static emit_target cpb_emit_target(cpu_jit *j) {
 
 /* The passes this backend adds around the shared pipeline (passes/pipeline.c's names). */
 static const char *const cpb_pre[] = { "conv-lower", "select-and-scatter-lower", "sort-lower",
-                                  "dot-canonicalize" };
+                                  "rng-lower", "dot-canonicalize" };
 static const char *const cpb_post[] = { "fusion-split", "wrap-fusions" };
 
 typedef struct cpb_compile {          /* the ud of the target hooks during one compile */

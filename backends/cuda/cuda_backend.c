@@ -113,7 +113,7 @@ static void cb_ctx_destroy(hj_ctx_t *ctx, void *state) { cb_state_free(state); }
 
 /* The passes this backend adds around the shared pipeline (passes/pipeline.c's names). */
 static const char *const cb_pre[] = { "conv-lower", "select-and-scatter-lower", "sort-lower",
-                                  "dot-canonicalize" };
+                                  "rng-lower", "dot-canonicalize" };
 static const char *const cb_post[] = { "fusion-split", "wrap-fusions" };
 
 typedef struct cb_compile {          /* the ud of the target hooks during one compile */

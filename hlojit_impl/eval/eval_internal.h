@@ -70,6 +70,8 @@ hj_status hlo_eval_scatter(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *con
 hj_status hlo_eval_reduce(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_reduce_window(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_sort(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
+/* eval_rng.c: rng-bit-generator, XLA's three-fry and philox bit for bit. */
+hj_status hlo_eval_rng_bits(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 /* eval_lapack.c: custom-call to jaxlib's LAPACK targets, through LAPACK (dlopen). */
 hj_status hlo_eval_custom_call(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);
 hj_status hlo_eval_dot(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal *r);

@@ -498,7 +498,8 @@ hj_status hlo_eval_structural(hj_ctx_t *ctx, const hlo_instr *ins, hlo_literal *
   if (!evo_all_arrays(ops, ins->noperands)) return hlo_evo_err(ctx, ins, "operands must be arrays");
   /* Only the variadic reduce, reduce-window, sort and scatter may return tuples. */
   bool tuple_ok = ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_REDUCE_WINDOW || ins->op == HLO_OP_TOPK ||
-                  ins->op == HLO_OP_SORT || ins->op == HLO_OP_SCATTER || ins->op == HLO_OP_CUSTOM_CALL;
+                  ins->op == HLO_OP_SORT || ins->op == HLO_OP_SCATTER || ins->op == HLO_OP_CUSTOM_CALL ||
+                  ins->op == HLO_OP_RNG_BIT_GENERATOR;
   if (!hlo_shape_is_array(&ins->shape) && !(tuple_ok && ins->shape.type == HLO_TUPLE))
     return hlo_evo_err(ctx, ins, "result must be an array");
   if (ins->shape.type == HLO_TUPLE)

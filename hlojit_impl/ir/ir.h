@@ -154,6 +154,9 @@ typedef struct hlo_custom_call {
   int64_t uplo, side, trans_x, diag, mode;   /* backend_config characters */
 } hlo_custom_call;
 
+/* rng-bit-generator's algorithm= (XLA's RandomAlgorithm); DEFAULT is Philox, as XLA:CPU. */
+typedef enum { HLO_RNG_DEFAULT, HLO_RNG_THREE_FRY, HLO_RNG_PHILOX, HLO_RNG_COUNT } hlo_rng_algorithm;
+
 typedef struct hlo_comp hlo_comp;
 typedef struct hj_module hlo_module;
 
@@ -177,7 +180,7 @@ typedef struct hj_module hlo_module;
   I(conv.in_spatial) I(conv.k_spatial) I(conv.out_spatial) S(conv.feature_groups)          \
   S(conv.batch_groups) S(fusion_kind) S(is_stable) S(exponent_bits) S(mantissa_bits) S(k)  \
   S(largest) S(custom.target) S(custom.uplo) S(custom.side) S(custom.trans_x) S(custom.diag) \
-  S(custom.mode)
+  S(custom.mode) S(rng_algorithm)
 
 typedef struct hlo_instr {
   hlo_opcode op;
@@ -204,6 +207,7 @@ typedef struct hlo_instr {
   hlo_window window;                  /* reduce-window, select-and-scatter, convolution */
   hlo_conv_dims conv;                 /* convolution */
   hlo_custom_call custom;             /* custom-call */
+  int64_t rng_algorithm;              /* rng-bit-generator: hlo_rng_algorithm */
   hlo_fusion_kind fusion_kind;
   bool is_stable;                     /* sort */
   int64_t exponent_bits, mantissa_bits;  /* reduce-precision */
@@ -330,6 +334,10 @@ bool hlo_opcode_from_name(const char *s, size_t n, hlo_opcode *out);
 const char *hlo_cmp_dir_name(hlo_cmp_dir d);       /* "EQ", ... */
 const char *hlo_cmp_type_name(hlo_cmp_type t);     /* "FLOAT", "TOTALORDER", ... */
 const char *hlo_fusion_kind_name(hlo_fusion_kind k);  /* "kLoop", ... */
+const char *hlo_rng_algorithm_name(int64_t a);    /* "rng_default", ...; "?" */
+/* rng-bit-generator with three-fry, 32 bits or narrower: the dim XLA splits the data shape
+   in halves along (its first even dim, else its largest; 0 for a scalar). shape.c. */
+int hlo_rng_split_dim(const hlo_shape *s);
 const char *hlo_custom_target_name(int64_t t);     /* "lapack_spotrf_ffi", ...; "?" */
 int64_t hlo_custom_target_from_name(const char *s, size_t n);   /* HLO_CUSTOM_NONE: unknown */
 

@@ -26,8 +26,8 @@
              a kernel of its own (sort.c, scatter.c and their GPU twins), alone in its
              fusion (the fusion passes never fuse it); R: no kernel does: a fusion holding
              one runs as a runtime thunk (control flow; custom-call, a library routine:
-             LAPACK; topk, which the CPU and CUDA backends lower to a sort first,
-             passes/sort_lower.c).
+             LAPACK; topk and rng-bit-generator, which the CPU and CUDA backends lower to a
+             sort and to integer arithmetic first, passes/sort_lower.c and rng_lower.c).
      math    the libm function (double; "f" appended for float) that computes a MATH op
              where emit_math has no approximation of its own (f64, libdevice on the GPU);
              0 for the rest.
@@ -123,6 +123,7 @@
   X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, H, 0, 0, hlo_eval_sort, N)                            \
   X(TOPK, "topk", 1, 0, OTHER, ANY, CHEAP, R, 0, 0, evo_topk, N)                                  \
   X(CUSTOM_CALL, "custom-call", -1, 0, OTHER, ANY, HEAVY, R, 0, 0, hlo_eval_custom_call, N)        \
+  X(RNG_BIT_GENERATOR, "rng-bit-generator", 1, 0, OTHER, ANY, HEAVY, R, 0, 0, hlo_eval_rng_bits, N) \
   X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                    \
   X(OPT_BARRIER, "opt-barrier", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)                           \
   X(GET_DIMENSION_SIZE, "get-dimension-size", 1, 0, OTHER, ANY, CHEAP, K, 0, 0, 0, N)

@@ -80,6 +80,11 @@ int64_t hlo_custom_target_from_name(const char *s, size_t n) {
   return HLO_CUSTOM_NONE;
 }
 
+const char *hlo_rng_algorithm_name(int64_t a) {
+  static const char *n[] = { "rng_default", "rng_three_fry", "rng_philox" };
+  return a >= 0 && a < HLO_RNG_COUNT ? n[a] : "?";
+}
+
 const char *hlo_fusion_kind_name(hlo_fusion_kind k) {
   static const char *n[] = { "kLoop", "kInput", "kOutput", "kCustom" };
   return (unsigned)k < HLO_FUSION_KIND_COUNT ? n[k] : "?";

@@ -292,3 +292,12 @@ bool hlo_window_dim(int64_t dim, int64_t size, int64_t stride, int64_t lo, int64
   *out = win > base ? 0 : (base - win) / stride + 1;   /* base - win >= 0: no overflow */
   return true;
 }
+
+int hlo_rng_split_dim(const hlo_shape *s) {   /* XLA's SplitShapeIntoHalves */
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] % 2 == 0) return d;
+  int best = 0;
+  for (int d = 1; d < s->rank; d++)
+    if (s->dims[d] > s->dims[best]) best = d;
+  return best;
+}

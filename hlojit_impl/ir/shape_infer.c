@@ -418,6 +418,24 @@ static hj_status si_custom(hlo_si_cx *c, hlo_shape *out) {
   return HJ_OK;
 }
 
+/* rng-bit-generator(state): the declared (state, bits) tuple, state u64[2] (three-fry) or
+   u64[2] / u64[3] (philox) and unchanged, bits an integer array of 8 to 64 bits. */
+static hj_status si_rng(hlo_si_cx *c, hlo_shape *out) {
+  hj_status st = hlo_si_nops(c, 1);
+  if (!st) st = hlo_si_array(c, 0);
+  if (st) return st;
+  const hlo_shape *s = hlo_si_op(c, 0), *d = &c->ins->shape;
+  int64_t alg = c->ins->rng_algorithm;
+  int64_t want = alg == HLO_RNG_THREE_FRY ? 2 : s->rank == 1 && s->dims[0] == 3 ? 3 : 2;
+  if (s->type != HLO_U64 || s->rank != 1 || s->dims[0] != want || alg < 0 || alg >= HLO_RNG_COUNT)
+    return hlo_si_err(c, "the state must be u64[2] (u64[2] or u64[3] for philox), not %s", hlo_si_str(c, 0, s));
+  if (d->type != HLO_TUPLE || d->ntuple != 2 || !hlo_shape_compatible(&d->tuple[0], s) ||
+      !hlo_shape_is_array(&d->tuple[1]) || !hlo_type_is_int(d->tuple[1].type) || d->tuple[1].type == HLO_PRED)
+    return hlo_si_err(c, "the result must be (%s, an integer array)", hlo_si_str(c, 0, s));
+  hlo_shape el[2] = { hlo_si_result(s), hlo_si_result(&d->tuple[1]) };
+  return hlo_si_tuple(c, el, 2, out);
+}
+
 static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out);
 
 /* Every result, declared or derived, passes hlo_shape_check: this is what keeps a module
@@ -464,6 +482,7 @@ static hj_status si_dispatch(hlo_si_cx *c, hlo_shape *out) {
     return hlo_si_reduce_like(c, out);
   case HLO_OP_TOPK: return si_topk(c, out);
   case HLO_OP_CUSTOM_CALL: return si_custom(c, out);
+  case HLO_OP_RNG_BIT_GENERATOR: return si_rng(c, out);
   default: return si_control(c, out);
   }
 }

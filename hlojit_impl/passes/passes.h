@@ -176,6 +176,12 @@ hj_status hlo_pass_sas_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
    rewritten. */
 hj_status hlo_pass_sort_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
 
+/* ---- passes/rng_lower.c ------------------------------------------------------------------
+   rng-bit-generator as integer arithmetic over iotas (three-fry or philox per element,
+   eval/eval_rng.c's bits) and the advanced state: one fusible elementwise computation.
+   *changed: some was rewritten. */
+hj_status hlo_pass_rng_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed);
+
 /* ---- passes/fusion_split.c ---------------------------------------------------------------
    The computation partitioner: a fused instruction that the elemental emitter would
    evaluate at more than 8 distinct index tuples (64 for index maps only) is materialised

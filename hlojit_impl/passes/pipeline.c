@@ -5,7 +5,7 @@
 
    Backends add their own steps around it, named in their rt_target (the CPU and CUDA
    backends: convolutions lowered to im2col + dot, select-and-scatter to a pick and a scatter
-   pass, topk to a sort and every sort to a stable one, and dot canonicalisation before; fusion splitting and single-op wrapping of what
+   pass, topk to a sort and every sort to a stable one, rng-bit-generator to arithmetic, and dot canonicalisation before; fusion splitting and single-op wrapping of what
    fusion left after); hlo_pass_find turns such a name into its pass. */
 #include "passes.h"
 
@@ -23,6 +23,7 @@ static const struct { const char *name; hlo_pass_fn fn; } pip_passes[] = {
   { "conv-lower", hlo_pass_conv_lower },
   { "select-and-scatter-lower", hlo_pass_sas_lower },
   { "sort-lower", hlo_pass_sort_lower },
+  { "rng-lower", hlo_pass_rng_lower },
   { "dot-canonicalize", hlo_pass_dot_canon },
   { "fusion", hlo_pass_fusion },
   { "sibling-fusion", hlo_pass_sibling_fusion },

@@ -239,7 +239,7 @@ static const char *const prs_other_ops[] = {
   "all-reduce", "all-reduce-start", "all-reduce-done", "all-gather",
   "all-gather-start", "all-gather-done", "all-to-all", "ragged-all-to-all", "reduce-scatter",
   "collective-permute", "collective-permute-start", "collective-permute-done",
-  "collective-broadcast", "rng", "rng-bit-generator", "rng-get-and-update-state", "infeed",
+  "collective-broadcast", "rng", "rng-get-and-update-state", "infeed",
   "outfeed", "send", "send-done", "recv", "recv-done", "after-all", "add-dependency",
   "fft", "triangular-solve", "cholesky", "batch-norm-training",
   "batch-norm-inference", "batch-norm-grad", "domain", "partition-id",

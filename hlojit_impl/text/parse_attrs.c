@@ -339,6 +339,14 @@ static hj_status pra_sharding(hlo_parser *P, pra_state *S, size_t pos) {
 
 /* ---- the attribute table ------------------------------------------------------------------- */
 
+static hj_status pra_rng_algorithm(hlo_parser *P, pra_state *S, size_t pos) {
+  static const char *const w[] = { "rng_default", "rng_three_fry", "rng_philox", NULL };
+  int i = 0;
+  PRA_TRY(pra_word(P, w, "an rng algorithm (rng_default, rng_three_fry, rng_philox)", &i));
+  S->ins->rng_algorithm = i;
+  return HJ_OK;
+}
+
 /* custom_call_target="lapack_spotrf_ffi": one of the targets hlojit runs (ir.h's
    HLO_CUSTOM_TARGETS), else an error naming it. */
 static hj_status pra_custom_target(hlo_parser *P, pra_state *S, size_t pos) {
@@ -456,6 +464,7 @@ static const pra_attr pra_table[] = {
   { "select", PRA_REF, PRA_S(select), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
   { "scatter", PRA_REF, PRA_S(scatter), NULL, PRA_OPS(HLO_OP_SELECT_AND_SCATTER) },
   { "sharding", PRA_FN, 0, pra_sharding, PRA_ANY },
+  { "algorithm", PRA_FN, 0, pra_rng_algorithm, PRA_OPS(HLO_OP_RNG_BIT_GENERATOR) },
   { "custom_call_target", PRA_FN, 0, pra_custom_target, PRA_OPS(HLO_OP_CUSTOM_CALL) },
   /* before the generic skip of backend_config below: the first row that applies wins */
   { "backend_config", PRA_FN, 0, pra_custom_config, PRA_OPS(HLO_OP_CUSTOM_CALL) },

@@ -354,6 +354,7 @@ static void pr_attrs(char **sb, const hlo_instr *ins) {
   case HLO_OP_CONVOLUTION: pr_conv(sb, ins); break;
   case HLO_OP_FUSION: sb_printf(sb, ", kind=%s", hlo_fusion_kind_name(ins->fusion_kind)); break;
   case HLO_OP_CUSTOM_CALL: pr_custom(sb, ins); break;
+  case HLO_OP_RNG_BIT_GENERATOR: sb_printf(sb, ", algorithm=%s", hlo_rng_algorithm_name(ins->rng_algorithm)); break;
   default: break;
   }
   pr_calls(sb, ins);

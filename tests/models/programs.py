@@ -284,6 +284,15 @@ def random_ops():
     return f, [np.asarray(jax.random.key_data(jax.random.PRNGKey(42))), _x((8, 20), 1)], 1e-6
 
 
+def random_rbg():
+    """jax.random on the rbg implementation: its bits come from rng-bit-generator."""
+    def f(key):
+        k1, k2 = jax.random.split(key)
+        return jax.random.normal(k1, (64, 32)), jax.random.uniform(k2, (1000,)), jax.random.randint(k1, (50,), 0, 7)
+    key = jax.random.key(42, impl="rbg")
+    return (lambda kd: f(jax.random.wrap_key_data(kd, impl="rbg"))), [np.asarray(jax.random.key_data(key))], 1e-6
+
+
 def sort_ops():
     def f(x):
         return jnp.sort(x, axis=-1), jnp.argsort(x, axis=-1), lax.top_k(x, 10), jnp.median(x, axis=0)
@@ -317,7 +326,7 @@ def fft():
 
 PROGRAMS = {f.__name__: f for f in (
     mlp, mlp_train, mlp_bf16, cnn, cnn_train, resnet_eval, resnet_train, depthwise_cnn, audio1d, vit, bert,
-    gpt, gpt_bf16, gpt_train, lstm, random_ops, sort_ops, cumulative, scatter_ops, linalg, fft)}
+    gpt, gpt_bf16, gpt_train, lstm, random_ops, random_rbg, sort_ops, cumulative, scatter_ops, linalg, fft)}
 
 # Programs hlojit refuses today, and why (the test expects the refusal: a strict xfail).
 NOT_YET = {

@@ -7,7 +7,8 @@ compared with the JAX function below on the same inputs (jax.lax.conv_general_di
 conv_transpose, reduce_window; written from JAX's documented semantics, not from hlojit's
 code); hj_cholesky and hj_triangular_solve against jnp.linalg.cholesky and
 lax.linalg.triangular_solve (inputs marked "spd" are symmetric positive definite, "tri"
-well-conditioned triangular-ish: a + 4 I). Tolerance: 1e-4 relative + 1e-5 absolute for
+well-conditioned triangular-ish: a + 4 I); hj_rng_bits / hj_rng_uniform against
+lax.rng_bit_generator, bit for bit. Tolerance: 1e-4 relative + 1e-5 absolute for
 f32, 2^-7 relative for bf16. The error cases must fail with a message naming the function.
 """
 import os
@@ -63,13 +64,20 @@ CASES = {   # name: (input shapes and dtypes, JAX reference)
     "chol_lower": ([((7, 7), "spd")], lambda a: jnp.linalg.cholesky(a)),
     "chol_upper_batched": ([((2, 3, 5, 5), "spd")], lambda a: jnp.swapaxes(jnp.linalg.cholesky(a), -1, -2)),
     "chol_solve": ([((6, 6), "spd"), (6, 2)], lambda a, b: jnp.linalg.solve(a, b)),
+    "rng_bits_threefry": ([((2,), "u64")], lambda s: lax.rng_bit_generator(
+        jnp.asarray(np.asarray(s).view(np.uint32)), (3, 5), dtype=jnp.uint32,
+        algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)[1]),
+    "rng_uniform_philox": ([((2,), "u64")], lambda s: lax.bitcast_convert_type(
+        lax.rng_bit_generator(jnp.asarray(np.asarray(s).view(np.uint32)), (7, 9), dtype=jnp.uint32,
+                              algorithm=lax.RandomAlgorithm.RNG_PHILOX)[1] >> 9 | np.uint32(0x3f800000),
+        jnp.float32) - 1),
     "trisolve_right_upper": ([((5, 5), "tri"), (3, 5)],
                              lambda a, b: lax.linalg.triangular_solve(a, b, left_side=False, lower=False,
                                                                       unit_diagonal=True)),
 }
 ERRORS = {"err_features": "hj_conv:", "err_bias": "hj_conv: the bias", "err_pool_window": "hj_max_pool:",
           "err_rank": "hj_conv_transpose:", "err_chol_square": "hj_cholesky: needs square",
-          "err_trisolve_type": "hj_triangular_solve:"}
+          "err_trisolve_type": "hj_triangular_solve:", "err_rng_state": "hj_rng_bits:"}
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +106,22 @@ def test_api_case(driver, name, tmp_path):
     for s in shapes:
         shape, t = (s, "f32") if isinstance(s[0], int) else s
         a = rng.uniform(-1, 1, shape).astype(np.float32)
+        if t == "u64":   # an rng state: random 64-bit words, exactly
+            args.append(rng.integers(0, 2**63, shape, dtype=np.uint64))
+            continue
         if t == "spd":
             a = (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(np.float32)
         if t == "tri":
             a = (a + 4 * np.eye(shape[-1])).astype(np.float32)
         args.append(a.astype(opcases.BF16) if t == "bf16" else a)
-    want = np.asarray(ref(*[jnp.asarray(a) for a in args]))
+    want = np.asarray(ref(*[a if a.dtype == np.uint64 else jnp.asarray(a) for a in args]))   # u64: x64 is off
     got = opcases.run("api_" + name, (tmp_path / "m.hlo").read_text(), args, 1)[0]
     got = opcases.from_disk(got)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, got.shape, want.dtype, want.shape)
+    if want.dtype.kind in "ui" or name.startswith("rng"):   # random bits and their floats: exactly
+        assert np.array_equal(got, want), "%s: %d of %d differ" % (name, int((got != want).sum()), want.size)
+        opcases.remove_case_dir("api_" + name)
+        return
     rtol, atol = (2.0 ** -7, 2.0 ** -6) if want.dtype == opcases.BF16 else (1e-4, 1e-5)
     g, w = got.astype(np.float64), want.astype(np.float64)
     bad = np.abs(g - w) > atol + rtol * np.abs(w)

@@ -257,3 +257,30 @@ def test_linalg_f64():
         jaxcase.run_case("linalg_f64", lambda a, b: (jnp.linalg.cholesky(a), jnp.linalg.solve(a, b),
                                                      jnp.linalg.qr(b), jnp.linalg.eigh(a), jnp.linalg.svd(b)),
                          [a, keys((8, 2), np.float32, 5).astype(np.float64)], taps=16)
+
+
+# ---- rng-bit-generator: XLA's three-fry and philox, bit for bit ---------------------------
+
+RNG = {   # name: (algorithm, data shape, dtype, u32 words of the state: JAX's u64[2])
+    "threefry_u32": ("RNG_THREE_FRY", (3, 5), np.uint32, 4),
+    "threefry_u32_odd": ("RNG_THREE_FRY", (3, 7, 5), np.uint32, 4),
+    "threefry_u32_scalar": ("RNG_THREE_FRY", (), np.uint32, 4),
+    "threefry_u64": ("RNG_THREE_FRY", (4, 9), np.uint64, 4),
+    "threefry_u8": ("RNG_THREE_FRY", (6, 10), np.uint8, 4),
+    "philox_u32": ("RNG_PHILOX", (7, 3), np.uint32, 4),
+    "philox_u32_even": ("RNG_PHILOX", (5, 6), np.uint32, 4),
+    "philox_u64": ("RNG_PHILOX", (9,), np.uint64, 4),
+    "philox_u16": ("RNG_PHILOX", (3, 11), np.uint16, 4),
+    "default_u32": ("RNG_DEFAULT", (1000,), np.uint32, 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RNG))
+def test_rng_bit_generator(name):
+    alg, shape, dt, words = RNG[name]
+    a = getattr(lax.RandomAlgorithm, alg)
+    # the counter's low word near 2^32 - 1: the carry into the high words is exercised
+    state = np.array([0x12345678, 0x9abcdef0, 0xfffffff0, 0x7][:words], np.uint32)
+    with jax.enable_x64(dt == np.uint64):
+        jaxcase.run_case("rng_" + name, lambda s: lax.rng_bit_generator(s, shape, dtype=dt, algorithm=a),
+                         [state], exact=True)

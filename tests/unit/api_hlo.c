@@ -1,9 +1,10 @@
 /* api_hlo.c — the driver of tests/py/test_conv_api.py: builds one case of hlojit.h's
    convolution and pooling API (hj_conv, hj_conv_transpose, hj_conv_general, hj_max_pool,
-   hj_avg_pool) and its linear algebra (hj_cholesky, hj_triangular_solve) with the public
+   hj_avg_pool), its random numbers and its linear algebra (hj_cholesky, hj_triangular_solve) with the public
    API only and writes the graph's module as HLO text, which the test runs through `hlojit
    run` and compares with JAX (jax.lax.conv_general_dilated, conv_transpose, reduce_window,
-   jnp.linalg.cholesky, lax.linalg.triangular_solve) on the same inputs.
+   jnp.linalg.cholesky, lax.linalg.triangular_solve) on the same inputs; and its random
+   numbers (hj_rng_bits, hj_rng_uniform) against lax.rng_bit_generator.
 
      api_hlo CASE OUT.hlo     (CASE: see the table below; `list` prints them)
 
@@ -141,6 +142,19 @@ static hj_tensor_t trisolve_right_upper(hj_graph_t *g) {
   return hj_triangular_solve(a, b, false, false, false, true);
 }
 
+static hj_tensor_t rng_bits_threefry(hj_graph_t *g) {
+  return hj_get_tuple_element(hj_rng_bits(cah_param(g, "s", HJ_U64, HJ_SHAPE(2)), HJ_RNG_THREE_FRY, HJ_U32,
+                                          HJ_SHAPE(3, 5)), 1);
+}
+
+static hj_tensor_t rng_uniform_philox(hj_graph_t *g) {
+  return hj_get_tuple_element(hj_rng_uniform(cah_param(g, "s", HJ_U64, HJ_SHAPE(2)), HJ_RNG_PHILOX, HJ_SHAPE(7, 9)), 1);
+}
+
+static hj_tensor_t err_rng_state(hj_graph_t *g) {
+  return hj_rng_bits(cah_param(g, "s", HJ_U32, HJ_SHAPE(4)), HJ_RNG_DEFAULT, HJ_U32, HJ_SHAPE(3));
+}
+
 static hj_tensor_t err_chol_square(hj_graph_t *g) { return hj_cholesky(cah_param(g, "a", HJ_F32, HJ_SHAPE(3, 4)), true); }
 
 static hj_tensor_t err_trisolve_type(hj_graph_t *g) {
@@ -154,7 +168,7 @@ static const struct { const char *name; cah_fn fn; } cah_cases[] = {
   C(conv_transpose_same), C(conv_transpose_valid), C(conv_general_rev), C(max_pool_same),
   C(avg_pool_exclude), C(avg_pool_include), C(err_features), C(err_bias), C(err_pool_window), C(err_rank),
   C(chol_lower), C(chol_upper_batched), C(chol_solve), C(trisolve_right_upper), C(err_chol_square),
-  C(err_trisolve_type),
+  C(err_trisolve_type), C(rng_bits_threefry), C(rng_uniform_philox), C(err_rng_state),
 #undef C
 };
 

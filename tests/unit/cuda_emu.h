@@ -371,14 +371,15 @@ static hj_status emu_compile_module(cuda_emu *e, const hlo_module *m, emu_exec *
   x->emu = e;
   x->base.ctx = e->ctx;
   static const char *const pre[] = { "conv-lower", "select-and-scatter-lower", "sort-lower",
-                                  "dot-canonicalize" };
+                                  "rng-lower", "dot-canonicalize" };
   static const char *const post[] = { "fusion-split", "wrap-fusions" };
   emu_compile c = { e->ctx, x, { 0 } };
   rt_target t = {
     .name = "GPU emulator",
     .emit = { .gpu = true, .vector_bytes = 16, .has_fma = true, .has_f16c = true, .gpu_sm = 80,
               .gpu_sm_count = 108, .gpu_libdevice = true, .gpu_tiled_matmul = true },
-    .pre = pre, .npre = 3, .post = post, .npost = 2, .ud = &c,
+    .pre = pre, .npre = (int)(sizeof pre / sizeof pre[0]),
+    .post = post, .npost = (int)(sizeof post / sizeof post[0]), .ud = &c,
     .module_begin = emu_module_begin, .module_discard = emu_module_discard,
     .unique_name = emu_unique_name, .module_finish = emu_module_finish,
   };

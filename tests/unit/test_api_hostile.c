@@ -147,6 +147,16 @@ static hj_tensor_t o_avg_pool(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
                        .padding = HJ_PAD_SAME, .exclude_pad = true };
   return hj_avg_pool(hj_reshape(a, HJ_SHAPE(1, 1, 4, 4)), &o);
 }
+static hj_tensor_t th_rng_state(hj_tensor_t a) {   /* u64[2] from the bits of a's first 4 floats */
+  hj_tensor_t w = hj_bitcast_convert(hj_reshape(hj_convert(a, HJ_U32), HJ_SHAPE(8, 2)), HJ_U64);
+  return hj_slice(w, (int64_t[]){ 0 }, (int64_t[]){ 2 }, NULL);
+}
+static hj_tensor_t o_rng_bits(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  return hj_get_tuple_element(hj_rng_bits(th_rng_state(a), HJ_RNG_PHILOX, HJ_U32, HJ_SHAPE(3, 4)), 1);
+}
+static hj_tensor_t o_rng_uniform(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
+  return hj_get_tuple_element(hj_rng_uniform(th_rng_state(a), HJ_RNG_THREE_FRY, HJ_SHAPE(5)), 1);
+}
 static hj_tensor_t o_cholesky(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) { return hj_cholesky(a, true); }
 static hj_tensor_t o_triangular_solve(hj_tensor_t a, hj_tensor_t b, hj_tensor_t c) {
   return hj_triangular_solve(a, b, true, false, true, false);
@@ -175,6 +185,7 @@ static const th_op th_ops[] = {
   OP(argmax, "F"), OP(split, "F"), OP(unpack, "FF"), OP(linear, "FFf"), OP(dim_size, "F"),
   OP(reduce_window, "F"), OP(cumulative, "F"), OP(conv, "FFc"), OP(conv_transpose, "FF"), OP(conv_general, "FF"),
   OP(max_pool, "F"), OP(avg_pool, "F"), OP(cholesky, "F"), OP(triangular_solve, "FF"),
+  OP(rng_bits, "F"), OP(rng_uniform, "F"),
 };
 #undef OP
 enum { TH_NOPS = sizeof th_ops / sizeof th_ops[0] };
