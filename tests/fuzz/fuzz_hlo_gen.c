@@ -16,7 +16,7 @@
    comparison types), select, clamp, convert and bitcast-convert between all types, iota,
    broadcast, reshape, transpose, slice, reverse, pad, concatenate, dynamic-slice,
    dynamic-update-slice, gather, scatter (every combiner), reduce (also variadic),
-   reduce-window, dot, sort, map, call, while (counter loops of <= 4 trips), conditional
+   reduce-window, dot, sort, rng-bit-generator, map, call, while (counter loops of <= 4 trips), conditional
    (pred and s32 selectors, out-of-range indices), tuple/get-tuple-element, opt-barrier,
    explicit fusions (elementwise, and two-output ones around a dynamic-update-slice that
    buffer assignment may do in place). The root is a tuple of 1-3 values (and of one such
@@ -226,14 +226,18 @@ const char *fg_cmp_type(fg *g, int t) {
   return fg_is_s(t) ? ", type=SIGNED" : ", type=UNSIGNED";
 }
 
-/* A comparator over |n| operand types (2n parameters) comparing the first pair. */
+/* A comparator over |n| operand types (2n parameters) comparing the first pair. Floats by
+   TOTALORDER only: a FLOAT comparison is no strict weak order once a NaN appears (NaN
+   "equals" everything, and equality stops being transitive), and a sort by it then
+   depends on the sorting algorithm (the evaluator's merge sort, the kernels' network,
+   XLA's std::sort all differ), so no output of it can be checked. */
 int fg_comparator(fg *g, const int *types, int n) {
   int c = g->ncomp++;
   fg_sb_add(&g->comps, "c%d {\n", c);
   for (int i = 0; i < 2 * n; i++)
     fg_sb_add(&g->comps, "  c%d_p%d = %s[] parameter(%d)\n", c, i, tname[types[i / 2]], i);
   fg_sb_add(&g->comps, "  ROOT c%d_r = pred[] compare(c%d_p0, c%d_p1), direction=%s%s\n}\n\n", c, c, c,
-         fg_chance(g, 500) ? "LT" : "GT", fg_cmp_type(g, types[0]));
+         fg_chance(g, 500) ? "LT" : "GT", fg_is_f(types[0]) ? ", type=TOTALORDER" : fg_cmp_type(g, types[0]));
   return c;
 }
 
@@ -272,7 +276,7 @@ static const struct { fg_op fn; int weight; } fg_ops[] = {
   { fg_op_iota, 2 }, { fg_op_broadcast, 4 }, { fg_op_reshape, 4 }, { fg_op_transpose, 3 }, { fg_op_slice, 5 },
   { fg_op_reverse, 2 }, { fg_op_pad, 4 }, { fg_op_concat, 3 }, { fg_op_dynamic_slice, 4 }, { fg_op_gather, 4 },
   { fg_op_scatter, 3 }, { fg_op_reduce, 5 }, { fg_op_reduce_window, 2 }, { fg_op_convolution, 3 },
-  { fg_op_select_and_scatter, 2 }, { fg_op_dot, 3 }, { fg_op_sort, 2 },
+  { fg_op_select_and_scatter, 2 }, { fg_op_dot, 3 }, { fg_op_sort, 2 }, { fg_op_rng, 1 },
   { fg_op_map, 2 }, { fg_op_call, 3 }, { fg_op_fusion_update, 2 }, { fg_op_while, 2 }, { fg_op_conditional, 2 }, { fg_op_tuple_misc, 2 },
 };
 

@@ -111,6 +111,7 @@ void fg_op_convolution(fg *g);
 void fg_op_select_and_scatter(fg *g);
 void fg_op_dot(fg *g);
 void fg_op_sort(fg *g);
+void fg_op_rng(fg *g);
 void fg_op_map(fg *g);
 void fg_op_call(fg *g);
 void fg_op_fusion_update(fg *g);

@@ -554,6 +554,24 @@ void fg_op_sort(fg *g) {
   fg_sb_add(&g->body, "get-tuple-element(t%d), index=%d\n", tn, e);
 }
 
+/* rng-bit-generator of a u64[2] state (three-fry, philox or the default) into an unsigned
+   or signed integer array of 1 to 3 dims: the new state or the bits taken out. */
+void fg_op_rng(fg *g) {
+  static const int types[] = { T_U8, T_U16, T_U32, T_U64, T_S32, T_S64 };
+  static const char *const alg[] = { "rng_default", "rng_three_fry", "rng_philox" };
+  int64_t two = 2, d[3];
+  int st = fg_get(g, T_U64, 1, &two), rank = 1 + fg_rn(g, 3), t = types[fg_rn(g, 6)];
+  for (int i = 0; i < rank; i++) d[i] = 1 + fg_rn(g, 7);
+  char s1[128], s2[128];
+  fg_shape_str(s1, sizeof s1, T_U64, 1, &two);
+  fg_shape_str(s2, sizeof s2, t, rank, d);
+  int tn = g->nv, e = fg_rn(g, 4) ? 1 : 0;
+  fg_sb_add(&g->body, "  t%d = (%s, %s) rng-bit-generator(v%d), algorithm=%s\n", tn, s1, s2, st, alg[fg_rn(g, 3)]);
+  if (e) fg_def(g, t, rank, d, fg_disc(g->vals[st].lvl));
+  else fg_def(g, T_U64, 1, &two, fg_disc(g->vals[st].lvl));
+  fg_sb_add(&g->body, "get-tuple-element(t%d), index=%d\n", tn, e);
+}
+
 void fg_op_map(fg *g) {
   int a = fg_pick(g, NULL);
   fv v = g->vals[a];
