@@ -719,6 +719,7 @@ typedef struct hj_exec_stats {
   int fusions;                /* fusions after the pass pipeline (every nested one too) */
   int kernels_loop, kernels_reduction, kernels_transpose, kernels_matmul, kernels_dus;
   int kernels_sort, kernels_scatter;   /* sorting networks (topk too); scatters */
+  int kernels_scan;           /* prefix scans (cumsum, cummax): a running fold per row */
   int inplace_updates;        /* outputs the dus kernels write in place: a dynamic-update-slice
                                  of a donated or dying buffer writes only its update (a
                                  decode step: 2 per layer, the k and v caches) */

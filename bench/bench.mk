@@ -11,7 +11,7 @@
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the run so OpenBLAS picks its own
 # kernel for this CPU (the program prints which: openblas_get_corename()).
 # backends/cpu/cpu_matmul.c is compiled in here unless CPU_SRC (cpu.mk) already has it.
-.PHONY: bench bench-conv bench-matmul bench-elementwise bench-compile bench-block
+.PHONY: bench bench-conv bench-coverage bench-matmul bench-elementwise bench-compile bench-block
 
 BENCH_MM_SRC := bench/bench_matmul.c \
                 $(if $(filter backends/cpu/cpu_matmul.c,$(CPU_SRC)),,backends/cpu/cpu_matmul.c)
@@ -38,6 +38,11 @@ $(B)/bench/bench_hlo: bench/bench_hlo.c bench/bench_util.h $(HDRS) $(B)/libhloji
 
 bench-conv: $(B)/bench/bench_hlo
 	$(PY) bench/bench_conv.py
+
+# The ops that had no kernel before (sort, top_k, scatter, bf16/f16 dots, rbg bits, LAPACK)
+# against XLA:CPU on the same modules (`make bench-coverage`; needs the venv's jax).
+bench-coverage: $(B)/bench/bench_hlo
+	$(PY) bench/bench_coverage.py
 
 bench-matmul: $(B)/bench/bench_matmul
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(B)/bench/bench_matmul

@@ -77,11 +77,11 @@ def rows():
 
 def xla_best(fn, args, runs):
     f = jax.jit(fn)
-    f(*args).block_until_ready()
+    jax.block_until_ready(f(*args))
     best = 1e30
     for _ in range(runs):
         t = time.perf_counter()
-        f(*args).block_until_ready()
+        jax.block_until_ready(f(*args))
         best = min(best, time.perf_counter() - t)
     return best * 1e3
 

@@ -238,10 +238,10 @@ static void cli_print_stats(const hj_exec_t *e) {
   hj_exec_stats_t s;
   if (hj_exec_stats(e, &s) != HJ_OK) return;
   fprintf(stderr, "stats: backend=%s compile_ms=%.2f fusions=%d kernels: loop=%d reduction=%d "
-          "transpose=%d matmul=%d dus=%d sort=%d scatter=%d library_calls=%d evaluator_fallbacks=%d (runtime_ops=%d emit_errors=%d) "
+          "transpose=%d matmul=%d dus=%d sort=%d scatter=%d scan=%d library_calls=%d evaluator_fallbacks=%d (runtime_ops=%d emit_errors=%d) "
           "copies=%d arena_bytes=%lld\n", (unsigned)s.backend < 4 ? names[s.backend] : "?",
           s.compile_ms, s.fusions, s.kernels_loop, s.kernels_reduction, s.kernels_transpose,
-          s.kernels_matmul, s.kernels_dus, s.kernels_sort, s.kernels_scatter, s.library_calls, s.evaluator_fallbacks, s.runtime_ops, s.emit_errors,
+          s.kernels_matmul, s.kernels_dus, s.kernels_sort, s.kernels_scatter, s.kernels_scan, s.library_calls, s.evaluator_fallbacks, s.runtime_ops, s.emit_errors,
           s.copies, (long long)s.arena_bytes);
   bool llvm = s.backend == HJ_BACKEND_CPU || s.backend == HJ_BACKEND_CUDA;   /* compiled code */
   if (llvm)

@@ -21,7 +21,9 @@
           -> REDUCTION;
           a transpose that moves the minor dim (size-1 dims ignored) with both minor dims
           >= 16 -> TRANSPOSE;
-     4. otherwise LOOP.
+     4. every root leaf reached from one prefix-scan reduce-window (cumsum, cummax:
+        hlo_reduce_window_is_prefix_scan) through epilogue ops -> SCAN (scan.c);
+     5. otherwise LOOP.
    Example: fusion { p = f32[64,128] parameter(0); r = f32[64] reduce(p, 0), dims={1};
    ROOT c = bf16[64] convert(r) }: the walk from c goes convert -> reduce: REDUCTION with
    hero r, and the reduction emitter makes the convert its epilogue. */
@@ -67,7 +69,7 @@ int emitp_leaves(const hlo_comp *c, emitp_leaf *out, int max) {
 
 const char *emit_kind_name(emit_kind k) {
   static const char *names[EMIT_KIND_COUNT] = { "loop", "reduction", "transpose", "matmul",
-                                                "dus", "sort", "scatter", "runtime" };
+                                                "dus", "sort", "scatter", "scan", "runtime" };
   return (unsigned)k < EMIT_KIND_COUNT ? names[k] : "?";
 }
 
@@ -178,7 +180,8 @@ emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_in
     *hero = c->root;
     return EMIT_KIND_RUNTIME;
   }
-  const hlo_instr *red = NULL, *tr = NULL, *dus = NULL;
+  const hlo_instr *red = NULL, *tr = NULL, *dus = NULL, *scan = NULL;
+  int nscan = 0, sdim;
   bool mixed = false;   /* root leaves of different element counts */
   for (int k = 0; k < n; k++) {
     const hlo_instr *r = roots[k];
@@ -188,6 +191,8 @@ emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_in
     const hlo_instr *h = emr_walk(roots[k]);
     if (h->op == HLO_OP_REDUCE && !red) red = h;
     if (h->op == HLO_OP_TRANSPOSE && !tr && emr_real_transpose(h)) tr = h;
+    if (h->op == HLO_OP_REDUCE_WINDOW && hlo_reduce_window_is_prefix_scan(h, &sdim) && (!scan || scan == h))
+      scan = h, nscan++;
   }
   if (dus_mask) {
     hlo_dus_root dr[64];
@@ -202,6 +207,7 @@ emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_in
     arrfree(seen);
   }
   if (red) { *hero = red; return EMIT_KIND_REDUCTION; }
+  if (scan && nscan == n) { *hero = scan; return EMIT_KIND_SCAN; }   /* every leaf from one scan */
   if (tr) { *hero = tr; return EMIT_KIND_TRANSPOSE; }
   *hero = c->root;
   return EMIT_KIND_LOOP;

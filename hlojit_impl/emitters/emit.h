@@ -10,7 +10,8 @@
      fusion (passes/wrap_fusions.c), so emitters only ever see fusions.
    - The *hero* decides the emitter (classify.c, emit_classify): dot -> matmul, reduce ->
      reduction, a real transpose at the root -> transpose, dynamic-update-slice whose
-     operand buffer may be updated in place -> dus, sort -> sort, scatter -> scatter,
+     operand buffer may be updated in place -> dus, sort -> sort, scatter -> scatter, a
+     prefix-scan reduce-window (cumsum) reached through elementwise epilogues -> scan,
      while/conditional/call/... -> runtime (no kernel: the runtime runs them as thunk
      sequences), else loop.
    - Buffers are dense, row-major in logical order (layouts are ignored except by bitcast,
@@ -189,7 +190,8 @@ LLVMValueRef emit_math_binary(emit_fn *f, hlo_opcode op, LLVMValueRef a, LLVMVal
 /* ---- classify.c: hero analysis; emitter.c: the one switch from kind to emitter ---------- */
 typedef enum {
   EMIT_KIND_LOOP, EMIT_KIND_REDUCTION, EMIT_KIND_TRANSPOSE, EMIT_KIND_MATMUL,
-  EMIT_KIND_DUS, EMIT_KIND_SORT, EMIT_KIND_SCATTER, EMIT_KIND_RUNTIME, EMIT_KIND_COUNT
+  EMIT_KIND_DUS, EMIT_KIND_SORT, EMIT_KIND_SCATTER, EMIT_KIND_SCAN, EMIT_KIND_RUNTIME,
+  EMIT_KIND_COUNT
 } emit_kind;
 const char *emit_kind_name(emit_kind k);
 /* The hero of |fusion| (its fused computation) and the emitter it calls for. |dus_mask|:
@@ -244,6 +246,10 @@ hj_status emit_sort_fusion(emit_module *em, const hlo_instr *fusion, const hlo_i
                            const char *name, emit_kernel *out);
 hj_status emit_scatter_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                               const char *name, emit_kernel *out);
+/* scan.c: a prefix-scan reduce-window (cumsum, cummax) and its elementwise epilogue, one
+   running fold per row. */
+hj_status emit_scan_fusion(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
+                           const char *name, emit_kernel *out);
 
 /* ---- GPU targets (emit_target.gpu): the same fusions, GPU thread mappings ----------------
    emit_fusion and emit_fusion_inplace hand a GPU target's fusions to the GPU emitters

@@ -156,5 +156,15 @@ hj_status emitp_scatter_plan_make(emit_module *em, const hlo_instr *fusion, cons
                                   emitp_scatter_plan *p);
 /* Rows [r0, r1) of the outputs: the operands' rows, then every update that lands there. */
 void emitp_scatter_body(emit_fn *f, const emitp_scatter_plan *p, LLVMValueRef r0, LLVMValueRef r1);
+/* ---- scan.c: the prefix-scan kernels' plan and row (CPU and GPU) ------------------------ */
+typedef struct emitp_scan_plan {
+  const hlo_instr *rw;          /* the prefix-scan reduce-window */
+  emitp_leaf leaf[64];          /* the root leaves: the scan through elementwise epilogues */
+  int nleaves;
+  int64_t n, inner, rows;       /* scan length, its stride, rows */
+} emitp_scan_plan;
+hj_status emitp_scan_plan_make(emit_module *em, const hlo_instr *fusion, const hlo_instr *rw, emitp_scan_plan *p);
+/* Row |row| (i64): the running fold and every leaf at each of its elements. */
+void emitp_scan_row(emit_fn *f, const emitp_scan_plan *p, LLVMValueRef row);
 
 #endif

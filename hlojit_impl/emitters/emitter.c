@@ -26,13 +26,14 @@ hj_status emit_fusion(emit_module *em, const hlo_instr *fusion, const char *name
   case EMIT_KIND_DUS: st = emit_dus_fusion(em, fusion, dus_mask, name, out); break;
   case EMIT_KIND_SORT: st = emit_sort_fusion(em, fusion, hero, name, out); break;
   case EMIT_KIND_SCATTER: st = emit_scatter_fusion(em, fusion, hero, name, out); break;
+  case EMIT_KIND_SCAN: st = emit_scan_fusion(em, fusion, hero, name, out); break;
   default:
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': '%s' (%s) runs in the runtime",
                    fusion && fusion->name ? fusion->name : "?", hero && hero->name ? hero->name : "?",
                    hero ? hlo_opcode_name(hero->op) : "?");
   }
   if (st == HJ_ERR_UNSUPPORTED && (k == EMIT_KIND_REDUCTION || k == EMIT_KIND_TRANSPOSE ||
-                                   k == EMIT_KIND_MATMUL)) {
+                                   k == EMIT_KIND_MATMUL || k == EMIT_KIND_SCAN)) {
     emitp_drop_after(em->mod, last);
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);

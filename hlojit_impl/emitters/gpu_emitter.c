@@ -34,12 +34,13 @@ hj_status emit_gpu_fusion(emit_module *em, const hlo_instr *fusion, const char *
   case EMIT_KIND_DUS: st = emitg_dus(em, fusion, dus_mask, name, out); break;
   case EMIT_KIND_SORT: st = emitg_sort(em, fusion, hero, name, out); break;
   case EMIT_KIND_SCATTER: st = emitg_scatter(em, fusion, hero, name, out); break;
+  case EMIT_KIND_SCAN: st = emitg_scan(em, fusion, hero, name, out); break;
   default:
     return hj__err(em->ctx, HJ_ERR_UNSUPPORTED, "emit '%s': '%s' (%s) runs in the runtime", fname,
                    hero && hero->name ? hero->name : "?", hero ? hlo_opcode_name(hero->op) : "?");
   }
   if (st == HJ_ERR_UNSUPPORTED && (k == EMIT_KIND_REDUCTION || k == EMIT_KIND_TRANSPOSE ||
-                                   k == EMIT_KIND_MATMUL)) {
+                                   k == EMIT_KIND_MATMUL || k == EMIT_KIND_SCAN)) {
     emitp_drop_after(em->mod, last);
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);

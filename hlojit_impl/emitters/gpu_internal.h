@@ -67,6 +67,9 @@ hj_status emitg_sort(emit_module *em, const hlo_instr *fusion, const hlo_instr *
                      const char *name, emit_kernel *out);
 hj_status emitg_scatter(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                         const char *name, emit_kernel *out);
+/* gpu_scan.c: scan.c's running fold, one thread per row. */
+hj_status emitg_scan(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero, const char *name,
+                     emit_kernel *out);
 /* gpu_transpose.c: 32x33 shared-memory tiles. */
 hj_status emitg_transpose(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                           const char *name, emit_kernel *out);

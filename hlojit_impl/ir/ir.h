@@ -606,6 +606,12 @@ bool hlo_elem_op_of(const hlo_instr *ins, hlo_elem_op *e);
    ("not defined on s32", ...). */
 const char *hlo_elem_unsupported(const hlo_elem_op *e);
 hlo_opcode hlo_binary_reducer(const hlo_comp *c, hlo_type t, bool *swapped);
+/* A reduce-window that is a prefix scan (cumsum, cummax, ...): one input, along one dim d
+   of size n the window n with pad n-1 before and 0 after, every other dim a window of 1
+   without pads, strides and dilations 1. Its output i along d is init (+) x_0 (+) ... (+) x_i
+   in that order (the evaluator reduces the valid taps only), so one running fold per row
+   gives the same bits. *dim: d. */
+bool hlo_reduce_window_is_prefix_scan(const hlo_instr *rw, int *dim);
 /* The panel-order dot of passes/dot_canon.c in its canonical form: lhs [M,P,kc], rhs
    [P,Q,kc,nr], no batch dims, contracting {1,2} x {0,2} (the matmul emitter reads the rhs
    in place). Its result [M,Q,nr] is the rows of C [M,N = Q*nr]: *c2 gets that shape (the

@@ -261,3 +261,27 @@ bool hlo_dot_epilogue_dims(const hlo_shape *s, const hlo_shape *ds) {
   if (na == nb && !memcmp(a, b, sizeof(int64_t) * (size_t)na)) return true;
   return nb == 2 && s->rank >= 2 && s->dims[s->rank - 1] == b[1] && hlo_shape_numel(s) == b[0] * b[1];
 }
+
+static int64_t opf_at(hlo_ints v, int i, int64_t dflt) { return i < v.n ? v.v[i] : dflt; }
+
+bool hlo_reduce_window_is_prefix_scan(const hlo_instr *rw, int *dim) {
+  if (!rw || rw->op != HLO_OP_REDUCE_WINDOW || rw->noperands != 2 || rw->ncalls != 1 ||
+      !hlo_shape_is_array(&rw->shape))
+    return false;
+  const hlo_shape *is = &rw->operands[0]->shape;
+  const hlo_window *w = &rw->window;
+  if (!hlo_shape_is_array(is) || w->size.n != is->rank || !hlo_same_dims(is, &rw->shape)) return false;
+  int d0 = -1;
+  for (int d = 0; d < is->rank; d++) {
+    int64_t sz = w->size.v[d], lo = opf_at(w->pad_lo, d, 0), hi = opf_at(w->pad_hi, d, 0);
+    if (opf_at(w->stride, d, 1) != 1 || opf_at(w->base_dilation, d, 1) != 1 ||
+        opf_at(w->window_dilation, d, 1) != 1 || hi != 0)
+      return false;
+    if (sz == 1 && lo == 0) continue;
+    if (d0 >= 0 || sz != is->dims[d] || lo != sz - 1 || sz < 2) return false;
+    d0 = d;
+  }
+  if (d0 < 0) return false;
+  *dim = d0;
+  return true;
+}

@@ -87,11 +87,11 @@ static void rtc_dumps(rtc_build *B) {
   sb = NULL;
   const hj_exec_stats_t *s = &x->stats;
   sb_printf(&sb, "# fusions %d: loop %d, reduction %d, transpose %d, matmul %d, dus %d "
-            "(%d outputs in place), sort %d, scatter %d; library calls %d; "
+            "(%d outputs in place), sort %d, scatter %d, scan %d; library calls %d; "
             "evaluator %d (runtime ops %d, emitter errors %d); copies %d; arena %lld bytes; "
             "moved %lld bytes per run; %d distinct kernels in %d LLVM modules\n",
             s->fusions, s->kernels_loop, s->kernels_reduction, s->kernels_transpose,
-            s->kernels_matmul, s->kernels_dus, s->inplace_updates, s->kernels_sort, s->kernels_scatter,
+            s->kernels_matmul, s->kernels_dus, s->inplace_updates, s->kernels_sort, s->kernels_scatter, s->kernels_scan,
             s->library_calls,
             s->evaluator_fallbacks, s->runtime_ops,
             s->emit_errors, s->copies, (long long)s->arena_bytes, (long long)s->bytes_moved,
@@ -318,6 +318,7 @@ static void rtc_count(hj_exec_stats_t *s, emit_kind k, uint64_t dus_inplace) {
   case EMIT_KIND_DUS: s->kernels_dus++; break;
   case EMIT_KIND_SORT: s->kernels_sort++; break;
   case EMIT_KIND_SCATTER: s->kernels_scatter++; break;
+  case EMIT_KIND_SCAN: s->kernels_scan++; break;
   default: break;
   }
 }

@@ -50,7 +50,7 @@ static void ce_check(const char *what, hj_module_t *m, hj_buffer_t **in, hj_ctx_
       fail_msg("%s: output %d on the emulated GPU differs from the evaluator: %s", what, k, why);
   const hj_exec_stats_t *s = &x.base.stats;
   t->modules++;
-  t->kernels += s->kernels_loop + s->kernels_reduction + s->kernels_transpose + s->kernels_matmul + s->kernels_dus + s->kernels_sort + s->kernels_scatter;
+  t->kernels += s->kernels_loop + s->kernels_reduction + s->kernels_transpose + s->kernels_matmul + s->kernels_dus + s->kernels_sort + s->kernels_scatter + s->kernels_scan;
   t->fallbacks += s->evaluator_fallbacks;
   if (s->emit_errors) fail_msg("%s: %d emitter errors", what, s->emit_errors);
   cb_free_bufs(got, nout);

@@ -98,7 +98,7 @@ static int ct_module_kernels(const char *text, int *launches) {
     if (!cb_close(got[k], want[k], 1e-6, 1e-7, 0, why, sizeof why))
       fail_msg("output %d differs from the evaluator: %s\n%s", k, why, text);
   assert_int_equal(s.evaluator_fallbacks, 0);
-  *launches = s.kernels_loop + s.kernels_reduction + s.kernels_transpose + s.kernels_matmul + s.kernels_dus + s.kernels_sort + s.kernels_scatter;
+  *launches = s.kernels_loop + s.kernels_reduction + s.kernels_transpose + s.kernels_matmul + s.kernels_dus + s.kernels_sort + s.kernels_scatter + s.kernels_scan;
   cb_free_bufs(got, nout);
   cb_free_bufs(want, nout);
   cb_free_bufs(in, hj_module_num_inputs(m));

@@ -32,7 +32,7 @@ static void cb_tally_add(cb_tally *t, const hj_exec_stats_t *s) {
   t->fallbacks += s->evaluator_fallbacks;
   t->runtime += s->runtime_ops;
   t->emit_errors += s->emit_errors;
-  t->kernels += s->kernels_loop + s->kernels_reduction + s->kernels_transpose + s->kernels_matmul + s->kernels_dus + s->kernels_sort + s->kernels_scatter;
+  t->kernels += s->kernels_loop + s->kernels_reduction + s->kernels_transpose + s->kernels_matmul + s->kernels_dus + s->kernels_sort + s->kernels_scatter + s->kernels_scan;
 }
 
 /* CPU vs evaluator on |m| with |in|; a failure names |what|. */

@@ -87,7 +87,7 @@ static void gm_check_want(const char *what, hj_module_t *m, hj_buffer_t **in, hj
   hj_exec_stats_t s;
   hj_buffer_t **got = cb_run(gpu, m, in, &s), **want = want0 ? want0 : cb_run(ref, m, in, NULL);
   if (s.backend != HJ_BACKEND_CUDA) fail_msg("%s: ran on backend %d (%s)", what, s.backend, s.note);
-  int kernels = s.kernels_loop + s.kernels_reduction + s.kernels_transpose + s.kernels_matmul + s.kernels_dus + s.kernels_sort + s.kernels_scatter;
+  int kernels = s.kernels_loop + s.kernels_reduction + s.kernels_transpose + s.kernels_matmul + s.kernels_dus + s.kernels_sort + s.kernels_scatter + s.kernels_scan;
   t->modules++;
   t->kernels += kernels;
   t->fallbacks += s.evaluator_fallbacks;

@@ -430,6 +430,10 @@ static void test_classify(void **state) {
       "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add",
       EMIT_KIND_SCATTER },
     { "p = f32[8,2] parameter(0)\n ROOT t = (f32[8,1], s32[8,1]) topk(p), k=1", EMIT_KIND_RUNTIME },
+    { "p = f32[4,8] parameter(0)\n c = f32[] constant(0)\n r = f32[4,8] reduce-window(p, c), "
+      "window={size=1x8 pad=0_0x7_0}, to_apply=add\n ROOT e = f32[4,8] exponential(r)", EMIT_KIND_SCAN },
+    { "p = f32[4,8] parameter(0)\n c = f32[] constant(0)\n ROOT r = f32[4,8] reduce-window(p, c), "
+      "window={size=1x8 pad=0_0x0_7}, to_apply=add", EMIT_KIND_LOOP },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[1024];
