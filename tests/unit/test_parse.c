@@ -477,8 +477,8 @@ static void test_errors(void **state) {
   TP_E("  ROOT a = f32[2] negate(", HJ_ERR_PARSE, "3:26", "the end of the text");
   TP_E("  ROOT c = f32[3] constant({1, 2})\n}\n", HJ_ERR_PARSE, "3:33", "constant has 2 elements in dimension 0");
   TP_E("  ROOT c = f32[2,2] constant({{1, 2}, {3, 4}, {5, 6}})\n}\n", HJ_ERR_PARSE, "3:45", "more than 2 elements");
-  TP_E("  ROOT a = f32[2] custom-call(p), custom_call_target=\"foo\"\n}\n", HJ_ERR_UNSUPPORTED, "3:19",
-       "opcode 'custom-call' is not supported");
+  TP_E("  ROOT a = f32[2] custom-call(p), custom_call_target=\"foo\"\n}\n", HJ_ERR_UNSUPPORTED, "3:54",
+       "custom-call target \"foo\" is not supported");
   TP_E("  ROOT a = f32[2] all-reduce(p), replica_groups={}\n}\n", HJ_ERR_UNSUPPORTED, "3:19",
        "opcode 'all-reduce' is not supported");
   TP_E("  ROOT a = c64[2] convert(p)\n}\n", HJ_ERR_UNSUPPORTED, "3:12", "element type 'c64' is not supported");
