@@ -77,21 +77,21 @@ static void evl_load(void) {
            "libblas.so.3; Debian: libopenblas0)");
 }
 
-/* Matrix |i| of |l| (rows x cols, row-major) <-> column-major |buf| of doubles or floats. */
+/* Matrix |i| of |l| (rows x cols, row-major) <-> column-major |buf|, of |l|'s own type
+   (f32 or f64: the custom-call's operands are what the target takes). */
+#define EVL_TRANSPOSE(T, dst, dstride_r, dstride_c, src, sstride_r, sstride_c)                 \
+  for (int64_t r = 0; r < rows; r++)                                                          \
+    for (int64_t c = 0; c < cols; c++)                                                        \
+      ((T *)(dst))[r * (dstride_r) + c * (dstride_c)] = ((const T *)(src))[r * (sstride_r) + c * (sstride_c)];
+
 static void evl_to_cm(const hlo_literal *l, int64_t i, int64_t rows, int64_t cols, void *buf, bool dbl) {
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) {
-      double v = hlo_load_f64(l->shape.type, l->data, (i * rows + r) * cols + c);
-      if (dbl) ((double *)buf)[r + c * rows] = v;
-      else ((float *)buf)[r + c * rows] = (float)v;
-    }
+  if (dbl) { const double *s = (const double *)l->data + i * rows * cols; EVL_TRANSPOSE(double, buf, 1, rows, s, cols, 1) }
+  else { const float *s = (const float *)l->data + i * rows * cols; EVL_TRANSPOSE(float, buf, 1, rows, s, cols, 1) }
 }
 
 static void evl_from_cm(hlo_literal *l, int64_t i, int64_t rows, int64_t cols, const void *buf, bool dbl) {
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++)
-      hlo_store_f64(l->shape.type, l->data, (i * rows + r) * cols + c,
-                    dbl ? ((const double *)buf)[r + c * rows] : ((const float *)buf)[r + c * rows]);
+  if (dbl) { double *d = (double *)l->data + i * rows * cols; EVL_TRANSPOSE(double, d, cols, 1, buf, 1, rows) }
+  else { float *d = (float *)l->data + i * rows * cols; EVL_TRANSPOSE(float, d, cols, 1, buf, 1, rows) }
 }
 
 /* |n| elements of vector |i| of |l| <-> |buf| (the same layout: no transpose). */
