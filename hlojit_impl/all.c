@@ -135,6 +135,7 @@
 #include "emitters/scan.c"
 #include "emitters/scatter.c"
 #include "emitters/sort.c"
+#include "emitters/topk.c"
 #include "emitters/transpose.c"
 #include "../backends/cpu/cpu_backend.c"
 #include "../backends/cpu/cpu_code_cache.c"

@@ -3,9 +3,9 @@
    emitp_leaves). Knows no emitter: the heroes and emitter.c's switch call down into it.
 
    Classification of a fusion's computation, first rule that applies:
-     1. an op that no kernel emits (topk, while, conditional, call, a nested fusion,
-        tuple-typed parameters) -> RUNTIME, hero = that op;
-     2. a sort -> SORT, a scatter -> SCATTER (alone in their fusions);
+     1. an op that no kernel emits (while, conditional, call, custom-call, a nested
+        fusion, tuple-typed parameters) -> RUNTIME, hero = that op;
+     2. a sort or topk -> SORT, a scatter -> SCATTER (alone in their fusions);
         a dot -> MATMUL, hero = the dot (epilogues around it are the matmul emitter's);
      3. from each root leaf, walk towards the operands through "epilogue" ops — elementwise
         ops, converts, bitcasts, reshapes, copies, broadcasts of scalars (a binary op is
@@ -164,9 +164,9 @@ emit_kind emit_classify(const hlo_instr *fusion, uint64_t dus_mask, const hlo_in
       *hero = ins;
       return EMIT_KIND_RUNTIME;
     }
-    if (ins->op == HLO_OP_SORT || ins->op == HLO_OP_SCATTER) {
+    if (ins->op == HLO_OP_SORT || ins->op == HLO_OP_TOPK || ins->op == HLO_OP_SCATTER) {
       *hero = ins;
-      return ins->op == HLO_OP_SORT ? EMIT_KIND_SORT : EMIT_KIND_SCATTER;
+      return ins->op == HLO_OP_SCATTER ? EMIT_KIND_SCATTER : EMIT_KIND_SORT;
     }
     if (ins->op == HLO_OP_DOT && !dot) dot = ins;
   }

@@ -138,6 +138,10 @@ void emitp_sort_copy(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LL
    partner when that is above it and inside the row. Leaves the builder after it. */
 void emitp_sort_step(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef base, LLVMValueRef t,
                      LLVMValueRef s, LLVMValueRef i);
+/* topk.c: a topk root (k <= HLO_TOPK_KERNEL_MAX_K) in the same plan (sort = the topk, n the
+   last dim, nops 2: values and indices), and one row of it: the k best so far, in place. */
+hj_status emitp_topk_plan_make(emit_module *em, const hlo_instr *fusion, const hlo_instr *tk, emitp_sort_plan *p);
+void emitp_topk_row(emit_fn *f, const emitp_sort_plan *p, LLVMValueRef row);
 /* ---- scatter.c: the scatter kernels' plan and body (CPU and GPU) ------------------------ */
 typedef struct emitp_scatter_plan {
   const hlo_instr *sc;          /* the fusion's root */

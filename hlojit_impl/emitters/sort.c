@@ -110,12 +110,18 @@ hj_status emit_sort_fusion(emit_module *em, const hlo_instr *fusion, const hlo_i
                            const char *name, emit_kernel *out) {
   memset(out, 0, sizeof *out);
   emitp_sort_plan p;
-  hj_status st = emitp_sort_plan_make(em, fusion, hero, &p);
+  bool topk = hero->op == HLO_OP_TOPK;
+  hj_status st = topk ? emitp_topk_plan_make(em, fusion, hero, &p) : emitp_sort_plan_make(em, fusion, hero, &p);
   emit_fn f;
   if (!st) st = emit_kernel_begin(&f, em, name, fusion);
   if (st) return st;
   if (f.nouts != p.nops) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d sorted operands", f.nouts, p.nops);
-  if (f.status == HJ_OK && p.rows > 0) {
+  if (f.status == HJ_OK && p.rows > 0 && topk) {
+    emit_loop lr;
+    emit_loop_begin(&f, &lr, f.begin, f.end, 1, "topk.row");
+    emitp_topk_row(&f, &p, lr.iv);
+    emit_loop_end(&f, &lr);
+  } else if (f.status == HJ_OK && p.rows > 0) {
     emit_loop lr, lc, lt, ls, li;
     emit_loop_begin(&f, &lr, f.begin, f.end, 1, "sort.row");
     LLVMValueRef base = emitp_sort_row_base(&f, &p, lr.iv);

@@ -154,6 +154,10 @@ typedef struct hlo_custom_call {
   int64_t uplo, side, trans_x, diag, mode;   /* backend_config characters */
 } hlo_custom_call;
 
+/* topk with k up to this runs as its own kernel (emitters/topk.c: O(n + k) per row); a
+   larger k becomes a sort and a slice (passes/sort_lower.c). */
+#define HLO_TOPK_KERNEL_MAX_K 64
+
 /* rng-bit-generator's algorithm= (XLA's RandomAlgorithm); DEFAULT is Philox, as XLA:CPU. */
 typedef enum { HLO_RNG_DEFAULT, HLO_RNG_THREE_FRY, HLO_RNG_PHILOX, HLO_RNG_COUNT } hlo_rng_algorithm;
 

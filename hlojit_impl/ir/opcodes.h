@@ -23,11 +23,11 @@
              stashed by the reduction emitter), HEAVY (a gather, dynamic slice, reduce or
              dot: never duplicated).
      emit    K: the emitters take it inside a fusion (CPU and GPU kernels); H: a hero with
-             a kernel of its own (sort.c, scatter.c and their GPU twins), alone in its
-             fusion (the fusion passes never fuse it); R: no kernel does: a fusion holding
-             one runs as a runtime thunk (control flow; custom-call, a library routine:
-             LAPACK; topk and rng-bit-generator, which the CPU and CUDA backends lower to a
-             sort and to integer arithmetic first, passes/sort_lower.c and rng_lower.c).
+             a kernel of its own (sort.c, topk.c, scatter.c and their GPU twins), alone in
+             its fusion (the fusion passes never fuse it); R: no kernel does: a fusion
+             holding one runs as a runtime thunk (control flow; custom-call, a library
+             routine: LAPACK; rng-bit-generator, which the CPU and CUDA backends lower to
+             integer arithmetic first, passes/rng_lower.c).
      math    the libm function (double; "f" appended for float) that computes a MATH op
              where emit_math has no approximation of its own (f64, libdevice on the GPU);
              0 for the rest.
@@ -121,7 +121,7 @@
   X(WHILE, "while", 1, 2, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                       \
   X(CONDITIONAL, "conditional", -1, -1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                         \
   X(SORT, "sort", -1, 1, OTHER, ANY, CHEAP, H, 0, 0, hlo_eval_sort, N)                            \
-  X(TOPK, "topk", 1, 0, OTHER, ANY, CHEAP, R, 0, 0, evo_topk, N)                                  \
+  X(TOPK, "topk", 1, 0, OTHER, ANY, CHEAP, H, 0, 0, evo_topk, N)                                  \
   X(CUSTOM_CALL, "custom-call", -1, 0, OTHER, ANY, HEAVY, R, 0, 0, hlo_eval_custom_call, N)        \
   X(RNG_BIT_GENERATOR, "rng-bit-generator", 1, 0, OTHER, ANY, HEAVY, R, 0, 0, hlo_eval_rng_bits, N) \
   X(FUSION, "fusion", -1, 1, OTHER, ANY, CHEAP, R, 0, 0, 0, N)                                    \

@@ -3,7 +3,8 @@
    (emitters/sort.c, gpu_sort.c) run a sorting network in place, which is not stable; the
    evaluator's sort is (eval_reduce.c: ties keep their input order, is_stable or not). So:
 
-   1. topk(x), k, largest  ->  s = sort(x, iota), dims={last}, is_stable=true, comparator
+   1. topk(x), k > HLO_TOPK_KERNEL_MAX_K (smaller k have a kernel: emitters/topk.c)
+                           ->  s = sort(x, iota), dims={last}, is_stable=true, comparator
       compare(a, b), direction=GT (largest) or LT, type=TOTALORDER on floats (the
       evaluator's order: -NaN < -inf < ... < -0 < +0 < ... < NaN); the result is
       tuple(slice(s.0, [..., 0:k]), slice(s.1, [..., 0:k])). Ties: lower index first, as
@@ -257,7 +258,7 @@ static bool sol_sort_ok(const hlo_instr *s) {
 
 static bool sol_topk_ok(const hlo_instr *t) {
   const hlo_shape *xs = &t->operands[0]->shape;
-  return xs->rank >= 1 && xs->dims[xs->rank - 1] <= INT32_MAX && t->k >= 0 &&
+  return xs->rank >= 1 && t->k > HLO_TOPK_KERNEL_MAX_K && xs->dims[xs->rank - 1] <= INT32_MAX && t->k >= 0 &&
          t->k <= xs->dims[xs->rank - 1] && hlo_shape_layout_is_default(xs) && t->shape.type == HLO_TUPLE;
 }
 

@@ -11,7 +11,7 @@ What the table covers: rows that are not powers of two (1, 3, 37, 1000, 1025), s
 a leading dim, ties (values rounded to a few levels), NaN, +-inf and +-0 (JAX's comparator
 orders them by total order after canonicalising NaN and -0), stable argsort ascending and
 descending, several operands with one and two keys, s32, bf16, f16 and bool keys; top_k with
-ties, NaN and k = n; cumsum/cummax/cumprod; scatters: add, set (duplicate indices: the last
+ties, NaN, k = n, bf16, 3-D and k > 64 (which becomes a sort); cumsum/cummax/cumprod; scatters: add, set (duplicate indices: the last
 update wins, XLA's order), max, min, mul, out-of-bounds indices dropped, 2-D indices, an
 embedding gradient, a vmapped scatter (batching dims), segment_sum, s32 data; dots bf16,
 f16, f64 (under jax.enable_x64), s8 -> s32, u8 -> u32, s32, mixed (f32 x bf16, f16 x f32), batched
@@ -90,6 +90,9 @@ SORTS = {
     "top_k_specials": (lambda x: lax.top_k(x, 7), [((2, 40), np.float32, 3, True)]),
     "top_k_all": (lambda x: lax.top_k(x, 9), [((3, 9), np.float32, 2)]),
     "top_k_s32": (lambda x: lax.top_k(x, 4), [((5, 31), np.int32, None)]),
+    "top_k_bf16": (lambda x: lax.top_k(x, 3), [((4, 50), BF16, 6, True)]),
+    "top_k_3d": (lambda x: lax.top_k(x, 2), [((2, 3, 17), np.float32, 4)]),
+    "top_k_large_k": (lambda x: lax.top_k(x, 100), [((3, 300), np.float32, 20, True)]),   # k > 64: a sort
 }
 
 
