@@ -429,7 +429,9 @@ static void test_classify(void **state) {
     { "p = f32[8] parameter(0)\n i = s32[3,1] parameter(1)\n u = f32[3] parameter(2)\n ROOT s = f32[8] scatter(p, i, u), "
       "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add",
       EMIT_KIND_SCATTER },
-    { "p = f32[8,2] parameter(0)\n ROOT t = (f32[8,1], s32[8,1]) topk(p), k=1", EMIT_KIND_RUNTIME },
+    { "p = f32[8,2] parameter(0)\n ROOT t = (f32[8,1], s32[8,1]) topk(p), k=1", EMIT_KIND_SORT },
+    { "p = u64[2] parameter(0)\n ROOT t = (u64[2], u32[4]) rng-bit-generator(p), algorithm=rng_philox",
+      EMIT_KIND_RUNTIME },
     { "p = f32[4,8] parameter(0)\n c = f32[] constant(0)\n r = f32[4,8] reduce-window(p, c), "
       "window={size=1x8 pad=0_0x7_0}, to_apply=add\n ROOT e = f32[4,8] exponential(r)", EMIT_KIND_SCAN },
     { "p = f32[4,8] parameter(0)\n c = f32[] constant(0)\n ROOT r = f32[4,8] reduce-window(p, c), "
@@ -455,10 +457,11 @@ static void test_classify(void **state) {
   etu_report r;
   etu_opts o = etu_opts_default();
   o.quiet = true;
-  hj_status st = etu_run_text(&te_env, "HloModule s\nENTRY e {\n p = f32[2,8] parameter(0)\n"
-                              " ROOT t = (f32[2,3], s32[2,3]) topk(p), k=3\n}\n", NULL, &o, &r);
+  hj_status st = etu_run_text(&te_env, "HloModule s\nENTRY e {\n p = u64[2] parameter(0)\n"
+                              " ROOT t = (u64[2], u32[3]) rng-bit-generator(p), algorithm=rng_philox\n}\n",
+                              NULL, &o, &r);
   assert_int_equal(st, HJ_ERR_UNSUPPORTED);
-  assert_non_null(strstr(hj_ctx_error(te_env.ctx), "topk"));
+  assert_non_null(strstr(hj_ctx_error(te_env.ctx), "rng-bit-generator"));
 }
 
 static double te_now(void) {
