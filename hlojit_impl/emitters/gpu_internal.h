@@ -50,6 +50,12 @@ void emitg_if_end(emit_fn *f, emitg_region *r);
 int emitg_max_elem_bytes(const hlo_instr *fusion);
 /* Fills the launch of |out| for a 1-D grid of |threads| threads in blocks of |block|. */
 void emitg_launch_1d(emit_kernel *out, int64_t threads, int block);
+/* A kernel of one thread per row: thread r < |rows| runs |row|(f, |plan|, r) (r an i64),
+   blocks of up to 128 threads; |nouts| output buffers expected; the launch and |kind| set
+   in |out|. The sequential-per-row kernels (top-k, scatter, scan) use it. */
+typedef void emitg_row_fn(emit_fn *f, const void *plan, LLVMValueRef row);
+hj_status emitg_rows(emit_module *em, const hlo_instr *fusion, const char *name, int64_t rows, int nouts,
+                     emitg_row_fn *row, const void *plan, emit_kind kind, emit_kernel *out);
 
 /* ---- the emitters ------------------------------------------------------------------------ */
 /* gpu_loop.c: every output element from the elemental emitter, V consecutive elements per

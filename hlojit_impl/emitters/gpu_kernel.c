@@ -205,3 +205,29 @@ void emitg_launch_1d(emit_kernel *out, int64_t threads, int block) {
   out->block[1] = out->block[2] = 1;
   out->shared_bytes = 0;
 }
+
+hj_status emitg_rows(emit_module *em, const hlo_instr *fusion, const char *name, int64_t rows, int nouts,
+                     emitg_row_fn *row, const void *plan, emit_kind kind, emit_kernel *out) {
+  memset(out, 0, sizeof *out);
+  int block = rows >= 128 ? 128 : (int)((rows + 31) / 32 * 32);
+  if (block < 32) block = 32;
+  emit_fn f;
+  hj_status st = emitg_kernel_begin(&f, em, name, fusion, -1, block);
+  if (st) return st;
+  if (f.nouts != nouts) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d outputs", f.nouts, nouts);
+  if (f.status == HJ_OK && rows > 0) {
+    LLVMValueRef gid = emitg_global_id(&f);
+    emitg_region r;
+    emitg_if_begin(&f, &r, LLVMBuildICmp(em->b, LLVMIntULT, gid, emit_i64(&f, rows), ""), "row");
+    row(&f, plan, gid);
+    emitg_if_end(&f, &r);
+  }
+  st = emit_kernel_end(&f);
+  if (st) return st;
+  out->kind = kind;
+  out->parallel_n = rows;
+  out->grain = 1;
+  snprintf(out->name, sizeof out->name, "%s", name);
+  emitg_launch_1d(out, rows, block);
+  return HJ_OK;
+}

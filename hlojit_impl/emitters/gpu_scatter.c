@@ -7,32 +7,13 @@
    unmeasured yet. */
 #include "gpu_internal.h"
 
+static void emgc_row(emit_fn *f, const void *plan, LLVMValueRef row) {
+  emitp_scatter_body(f, plan, row, LLVMBuildNUWAdd(f->em->b, row, emit_i64(f, 1), ""));
+}
+
 hj_status emitg_scatter(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                         const char *name, emit_kernel *out) {
-  memset(out, 0, sizeof *out);
   emitp_scatter_plan p;
   hj_status st = emitp_scatter_plan_make(em, fusion, hero, &p);
-  if (st) return st;
-  int block = p.rows >= 128 ? 128 : (int)((p.rows + 31) / 32 * 32);
-  if (block < 32) block = 32;
-  emit_fn f;
-  st = emitg_kernel_begin(&f, em, name, fusion, -1, block);
-  if (st) return st;
-  if (f.nouts != p.n) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for %d scattered operands", f.nouts, p.n);
-  if (f.status == HJ_OK && p.rows > 0) {
-    LLVMBuilderRef b = em->b;
-    LLVMValueRef gid = emitg_global_id(&f);
-    emitg_region r;
-    emitg_if_begin(&f, &r, LLVMBuildICmp(b, LLVMIntULT, gid, emit_i64(&f, p.rows), ""), "row");
-    emitp_scatter_body(&f, &p, gid, LLVMBuildNUWAdd(b, gid, emit_i64(&f, 1), ""));
-    emitg_if_end(&f, &r);
-  }
-  st = emit_kernel_end(&f);
-  if (st) return st;
-  out->kind = EMIT_KIND_SCATTER;
-  out->parallel_n = p.rows;
-  out->grain = 1;
-  snprintf(out->name, sizeof out->name, "%s", name);
-  emitg_launch_1d(out, p.rows, block);
-  return HJ_OK;
+  return st ? st : emitg_rows(em, fusion, name, p.rows, p.n, emgc_row, &p, EMIT_KIND_SCATTER, out);
 }

@@ -10,33 +10,15 @@
    tiles of XLA's GPU sort; not built (the GPU path is unmeasured yet). */
 #include "gpu_internal.h"
 
+static void emgt_row(emit_fn *f, const void *plan, LLVMValueRef row) { emitp_topk_row(f, plan, row); }
+
 hj_status emitg_sort(emit_module *em, const hlo_instr *fusion, const hlo_instr *hero,
                      const char *name, emit_kernel *out) {
   memset(out, 0, sizeof *out);
   emitp_sort_plan p;
   if (hero->op == HLO_OP_TOPK) {   /* one thread per row, topk.c's running top k */
     hj_status st = emitp_topk_plan_make(em, fusion, hero, &p);
-    if (st) return st;
-    int block = p.rows >= 128 ? 128 : (int)((p.rows + 31) / 32 * 32);
-    emit_fn f;
-    st = emitg_kernel_begin(&f, em, name, fusion, -1, block < 32 ? 32 : block);
-    if (st) return st;
-    if (f.nouts != 2) emit_fail(&f, HJ_ERR_SHAPE, "%d output buffers for topk's 2", f.nouts);
-    if (f.status == HJ_OK && p.rows > 0) {
-      LLVMValueRef gid = emitg_global_id(&f);
-      emitg_region r;
-      emitg_if_begin(&f, &r, LLVMBuildICmp(em->b, LLVMIntULT, gid, emit_i64(&f, p.rows), ""), "row");
-      emitp_topk_row(&f, &p, gid);
-      emitg_if_end(&f, &r);
-    }
-    st = emit_kernel_end(&f);
-    if (st) return st;
-    out->kind = EMIT_KIND_SORT;
-    out->parallel_n = p.rows;
-    out->grain = 1;
-    snprintf(out->name, sizeof out->name, "%s", name);
-    emitg_launch_1d(out, p.rows, block < 32 ? 32 : block);
-    return HJ_OK;
+    return st ? st : emitg_rows(em, fusion, name, p.rows, 2, emgt_row, &p, EMIT_KIND_SORT, out);
   }
   hj_status st = emitp_sort_plan_make(em, fusion, hero, &p);
   if (st) return st;
