@@ -16,8 +16,8 @@
       with |cmp|'s body cloned twice (operands swapped the second time), so a network
       that orders by |less| gives exactly the stable order: the evaluator's bits.
       Idempotent: a comparator this pass made (its name and shape) is left alone.
-   Sorts inside fused or called computations are not visited (the entry, while and
-   conditional bodies are: every computation whose instructions run as kernels). */
+   Computations that are reducers, comparators or map bodies are not visited; the entry,
+   while and conditional bodies, called and fused computations are. */
 #include "passes.h"
 
 typedef struct sol {
@@ -113,12 +113,16 @@ static bool sol_is_stable_comp(const hlo_comp *c) {
          lt->operands[1]->index == lt->operands[0]->index + 1;
 }
 
-/* Operand |k| of |s| is an integer iota along the sort dim: its position. */
+/* Operand |k| of |s| is an integer iota along the sort dim whose type holds every position
+   (an s8 iota of 300 wraps): its position. */
 static bool sol_is_pos(const hlo_instr *s, int k) {
   const hlo_instr *x = s->operands[k];
-  return x->op == HLO_OP_IOTA && x->index == s->dims.v[0] && hlo_type_is_int(x->shape.type) &&
-         hlo_shape_layout_is_default(&x->shape) &&
-         (uint64_t)x->shape.dims[x->index] - 1 <= (hlo_type_size(x->shape.type) >= 8 ? INT64_MAX : INT32_MAX);
+  if (x->op != HLO_OP_IOTA || x->index != s->dims.v[0] || !hlo_type_is_int(x->shape.type) ||
+      !hlo_shape_layout_is_default(&x->shape))
+    return false;
+  int bits = 8 * hlo_type_size(x->shape.type) - (hlo_type_class_of(x->shape.type) == HLO_CLASS_UINT ? 0 : 1);
+  uint64_t max = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+  return (uint64_t)x->shape.dims[x->index] - 1 <= max;
 }
 
 /* less(a, b) over the sort's operands (and the position operand |pos|, maybe new). */
@@ -310,7 +314,8 @@ hj_status hlo_pass_sort_lower(hlo_pass_ctx *pc, hlo_module *m, bool *changed) {
     for (ptrdiff_t j = 0; j < arrlen(run) && !inner; j++)
       for (ptrdiff_t k = 0; k < arrlen(run[j]->instrs) && !inner; k++) {
         const hlo_instr *u = run[j]->instrs[k];
-        if (u->op == HLO_OP_WHILE || u->op == HLO_OP_CONDITIONAL || u->op == HLO_OP_CALL) continue;
+        if (u->op == HLO_OP_WHILE || u->op == HLO_OP_CONDITIONAL || u->op == HLO_OP_CALL || u->op == HLO_OP_FUSION)
+          continue;   /* their computations run as kernels or thunks too (a parsed module may hold fusions) */
         for (int q = 0; q < u->ncalls; q++) inner |= u->calls[q] == c;
       }
     if (!inner) st = sol_comp_run(c, &any);
