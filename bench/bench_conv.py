@@ -95,20 +95,22 @@ def hlojit_best(path, runs):
     return float(m.group(1)), int(m.group(2)), float(c.group(1))
 
 
-def main():
+def run_table(tool, rows, width=26):
+    """Every row (name, function, args) through XLA and hlojit, printed as one table line each;
+    the command line is --rounds, --runs, --only. Returns the worst ratio."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     if not os.path.exists(BENCH_HLO):
-        sys.exit("bench_conv: %s missing (make build/bench/bench_hlo)" % BENCH_HLO)
-    print("bench_conv: XLA:CPU (jax %s) vs hlojit on the same HLO; best of %d runs x %d rounds; %d CPUs"
-          % (jax.__version__, a.runs, a.rounds, os.cpu_count()))
-    print("%-26s %10s %10s %8s %6s %10s" % ("case", "XLA ms", "hlojit ms", "ratio", "evals", "compile"))
+        sys.exit("%s: %s missing (make build/bench/bench_hlo)" % (tool, BENCH_HLO))
+    print("%s: XLA:CPU (jax %s) vs hlojit on the same HLO; best of %d runs x %d rounds; %d CPUs"
+          % (tool, jax.__version__, a.runs, a.rounds, os.cpu_count()))
+    print("%-*s %10s %10s %8s %6s %10s" % (width, "case", "XLA ms", "hlojit ms", "ratio", "evals", "compile"))
     worst = None
     with tempfile.TemporaryDirectory() as d:
-        for name, fn, args in rows():
+        for name, fn, args in rows:
             if a.only not in name:
                 continue
             path = os.path.join(d, re.sub(r"[^A-Za-z0-9]", "_", name) + ".hlo")
@@ -121,9 +123,14 @@ def main():
                 hb = min(hb, h)
             ratio = xb / hb
             worst = ratio if worst is None else min(worst, ratio)
-            print("%-26s %10.2f %10.2f %8.2f %6d %8.0fms" % (name, xb, hb, ratio, fb, cm), flush=True)
+            print("%-*s %10.3f %10.3f %8.2f %6d %8.0fms" % (width, name, xb, hb, ratio, fb, cm), flush=True)
     print("ratio = XLA ms / hlojit ms (above 1: hlojit faster); evals = evaluator fallbacks (must be 0); "
           "worst ratio %.2f" % (worst or 0))
+    return worst
+
+
+def main():
+    run_table("bench_conv", rows())
 
 
 if __name__ == "__main__":

@@ -11,11 +11,8 @@ indices out of range).
 Usage: bench/bench_coverage.py [--rounds N] [--runs N] [--only SUBSTRING]
        (`make bench-coverage`)
 """
-import argparse
 import os
-import re
 import sys
-import tempfile
 
 import numpy as np
 
@@ -57,30 +54,7 @@ def rows():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    if not os.path.exists(bc.BENCH_HLO):
-        sys.exit("bench_coverage: %s missing (make build/bench/bench_hlo)" % bc.BENCH_HLO)
-    print("bench_coverage: XLA:CPU (jax %s) vs hlojit on the same HLO; best of %d runs x %d rounds; %d CPUs"
-          % (jax.__version__, a.runs, a.rounds, os.cpu_count()))
-    print("%-32s %10s %10s %8s %6s %10s" % ("case", "XLA ms", "hlojit ms", "ratio", "evals", "compile"))
-    with tempfile.TemporaryDirectory() as d:
-        for name, fn, args in rows():
-            if a.only not in name:
-                continue
-            path = os.path.join(d, re.sub(r"[^A-Za-z0-9]", "_", name) + ".hlo")
-            with open(path, "w") as f:
-                f.write(jax.jit(fn).lower(*args).as_text(dialect="hlo"))
-            xb, hb, fb, cm = 1e30, 1e30, 0, 0
-            for _ in range(a.rounds):
-                xb = min(xb, bc.xla_best(fn, args, a.runs))
-                h, fb, cm = bc.hlojit_best(path, a.runs)
-                hb = min(hb, h)
-            print("%-32s %10.3f %10.3f %8.2f %6d %8.0fms" % (name, xb, hb, xb / hb, fb, cm), flush=True)
-    print("ratio = XLA ms / hlojit ms (above 1: hlojit faster); evals = evaluator fallbacks (must be 0)")
+    bc.run_table("bench_coverage", rows(), width=32)
 
 
 if __name__ == "__main__":
